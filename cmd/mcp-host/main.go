@@ -1,0 +1,20 @@
+// Command mcp-host is Cairn: a local host for durable agent work, speaking
+// the Model Context Protocol. See `mcp-host --help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cairnhq/cairn/internal/cli"
+)
+
+func main() {
+	syscall.Umask(0o077) // state files 0600, folders 0700
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,6 @@
+package cli
+
+import "github.com/spf13/cobra"
+
+// automationCommands: automations, roll.
+func (e *env) automationCommands() []*cobra.Command { return nil }

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/workspace"
+)
+
+// lockStatus is who holds one of a workspace's long-lived locks.
+type lockStatus struct {
+	Running bool      `json:"running"`
+	PID     int       `json:"pid,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Holder  string    `json:"holder"` // "pid N since T" or "not running"
+}
+
+type workspaceStatus struct {
+	ID        string       `json:"id"`
+	Root      string       `json:"root"`
+	Here      bool         `json:"here"`
+	LastSeen  time.Time    `json:"last_seen"`
+	Scheduler lockStatus   `json:"scheduler"`
+	Worker    lockStatus   `json:"worker"`
+	Counts    store.Counts `json:"counts"`
+	Error     string       `json:"error,omitempty"`
+}
+
+type statusReport struct {
+	StateRoot  string            `json:"state_root"`
+	Workspaces []workspaceStatus `json:"workspaces"`
+}
+
+func (e *env) statusCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show every workspace under the state root: who runs it and what it holds",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := e.status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(rep)
+			}
+			if len(rep.Workspaces) == 0 {
+				e.printf("no workspaces under %s\n", rep.StateRoot)
+				return nil
+			}
+			for i, w := range rep.Workspaces {
+				if i > 0 {
+					e.printf("\n")
+				}
+				here := ""
+				if w.Here {
+					here = " (here)"
+				}
+				e.printf("%s%s\n", w.Root, here)
+				e.printf("  id          %s\n", w.ID)
+				e.printf("  last seen   %s\n", w.LastSeen.Local().Format(time.DateTime))
+				e.printf("  scheduler   %s\n", w.Scheduler.Holder)
+				e.printf("  worker      %s\n", w.Worker.Holder)
+				e.printf("  runs %d · automations %d · sessions %d\n", w.Counts.Runs, w.Counts.Automations, w.Counts.Sessions)
+				if w.Error != "" {
+					e.printf("  error       %s\n", w.Error)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// status reads every workspace under the state root without changing any.
+func (e *env) status(ctx context.Context) (statusReport, error) {
+	root, err := e.stateRoot()
+	if err != nil {
+		return statusReport{}, err
+	}
+	rep := statusReport{StateRoot: root, Workspaces: []workspaceStatus{}}
+	infos, err := workspace.List(root)
+	if err != nil {
+		return rep, err
+	}
+	var hereID string
+	if ws, err := e.workspace(); err == nil {
+		hereID = ws.ID
+	}
+	for _, info := range infos {
+		dir := filepath.Join(root, info.ID)
+		st := workspaceStatus{ID: info.ID, Root: info.Root, Here: info.ID == hereID, LastSeen: info.LastSeen}
+		st.Scheduler = describeLock(filepath.Join(dir, "locks"), "scheduler")
+		st.Worker = describeLock(filepath.Join(dir, "locks"), "worker")
+		if c, err := countStore(ctx, filepath.Join(dir, "state.sqlite3")); err != nil {
+			st.Error = err.Error()
+		} else {
+			st.Counts = c
+		}
+		rep.Workspaces = append(rep.Workspaces, st)
+	}
+	return rep, nil
+}
+
+func describeLock(dir, name string) lockStatus {
+	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+		return lockStatus{Holder: "not running"}
+	}
+	h, held, err := locks.Describe(dir, name)
+	if err != nil {
+		return lockStatus{Holder: "unknown: " + err.Error()}
+	}
+	if !held {
+		return lockStatus{Holder: "not running"}
+	}
+	return lockStatus{Running: true, PID: h.PID, Since: h.Since, Holder: h.String()}
+}
+
+func countStore(ctx context.Context, p string) (store.Counts, error) {
+	if _, err := os.Lstat(p); err != nil {
+		return store.Counts{}, nil
+	}
+	s, err := sqlite.Open(ctx, p, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		return store.Counts{}, err
+	}
+	defer s.Close()
+	return s.Counts(ctx)
+}

@@ -1,0 +1,55 @@
+package clock
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFakeTimerFiresOnAdvance(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	f := NewFake(start)
+	tm := f.NewTimer(10 * time.Second)
+	f.Advance(9 * time.Second)
+	select {
+	case <-tm.C():
+		t.Fatal("timer fired early")
+	default:
+	}
+	f.Advance(time.Second)
+	select {
+	case got := <-tm.C():
+		if !got.Equal(start.Add(10 * time.Second)) {
+			t.Fatalf("fired at %v", got)
+		}
+	default:
+		t.Fatal("timer did not fire")
+	}
+	if f.Timers() != 0 {
+		t.Fatalf("Timers() = %d after firing", f.Timers())
+	}
+}
+
+func TestFakeTimerStopAndReset(t *testing.T) {
+	t.Parallel()
+	f := NewFake(time.Unix(0, 0))
+	tm := f.NewTimer(time.Minute)
+	if !tm.Stop() {
+		t.Fatal("Stop on an active timer reported false")
+	}
+	f.Advance(2 * time.Minute)
+	select {
+	case <-tm.C():
+		t.Fatal("stopped timer fired")
+	default:
+	}
+	if tm.Reset(time.Second) {
+		t.Fatal("Reset on a stopped timer reported true")
+	}
+	f.Set(f.Now().Add(time.Second))
+	select {
+	case <-tm.C():
+	default:
+		t.Fatal("reset timer did not fire")
+	}
+}

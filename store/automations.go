@@ -1,0 +1,4 @@
+package store
+
+// AutomationStore keeps automations, their fires and history.
+type AutomationStore interface{}

@@ -1,0 +1,4 @@
+package store
+
+// RunStore keeps runs: their records, literals, ledgers and questions.
+type RunStore interface{}

@@ -1,0 +1,4 @@
+package store
+
+// SessionStore keeps sessions, their messages and compaction archives.
+type SessionStore interface{}

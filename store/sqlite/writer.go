@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn/store"
+)
+
+// writeReq is one operation waiting for the writer goroutine.
+type writeReq struct {
+	ctx  context.Context
+	op   string
+	kind string
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// write runs fn as one operation inside a write transaction, possibly
+// together with other operations (group commit), and returns once the
+// outcome is known. fn runs on the writer goroutine; it must only use tx,
+// and values it computes are valid only when write returns nil.
+//
+// An error returned by fn is returned as is, and nothing fn wrote is kept.
+// A commit failure returns a *store.CommitError.
+func (s *Store) write(ctx context.Context, kind string, fn func(tx *sql.Tx) error) error {
+	if s.opts.ReadOnly {
+		return fmt.Errorf("%s: store %s is open read-only", kind, s.path)
+	}
+	if s.stopped.Load() {
+		return store.ErrStopped
+	}
+	req := &writeReq{ctx: ctx, op: store.OpID(ctx), kind: kind, fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closing {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	s.reqs <- req
+	s.mu.RUnlock()
+	// Wait for the outcome even if ctx ends: once queued, the operation
+	// may commit, and the caller must not mistake that for a failure.
+	return <-req.done
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	batch := make([]*writeReq, 0, s.opts.MaxBatch)
+	for req := range s.reqs {
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+		if s.afterCommit != nil {
+			s.afterCommit()
+		}
+	}
+}
+
+// commit runs a batch in one transaction, each request in a savepoint.
+func (s *Store) commit(batch []*writeReq) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	defer finish()
+	if s.stopped.Load() {
+		for i := range batch {
+			results[i] = store.ErrStopped
+		}
+		return
+	}
+	// The transaction is not tied to any caller's context: a caller that
+	// gives up must not roll back the others' work halfway through commit.
+	bg := context.Background()
+	tx, err := s.w.BeginTx(bg, nil)
+	if err != nil {
+		for i, r := range batch {
+			results[i] = &store.CommitError{OpID: r.op, Outcome: store.NotCommitted, Err: fmt.Errorf("begin: %w", err)}
+		}
+		return
+	}
+	now := time.Now().UnixMilli()
+	applied := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if err := s.apply(bg, tx, r, now); err != nil {
+			var abort *abortError
+			if errors.As(err, &abort) {
+				// The savepoint could not be rolled back: the whole
+				// transaction is suspect, so nothing in it is kept.
+				tx.Rollback()
+				for j, r := range batch {
+					results[j] = &store.CommitError{OpID: r.op, Outcome: store.NotCommitted, Err: abort.err}
+				}
+				return
+			}
+			results[i] = err
+			continue
+		}
+		applied++
+	}
+	if applied == 0 {
+		tx.Rollback()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		// The commit may or may not have reached the disk. Stop writing
+		// until a reopen looks the operation ids up.
+		s.stopped.Store(true)
+		for i, r := range batch {
+			if results[i] == nil {
+				results[i] = &store.CommitError{OpID: r.op, Outcome: store.Unknown, Err: err}
+			}
+		}
+	}
+}
+
+type abortError struct{ err error }
+
+func (e *abortError) Error() string { return e.err.Error() }
+
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, now int64) (err error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+		return &abortError{fmt.Errorf("savepoint: %w", err)}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: panic: %v", r.kind, p)
+		}
+		if err != nil {
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO op; RELEASE op"); rerr != nil {
+				err = &abortError{fmt.Errorf("roll back %s: %w (after %v)", r.kind, rerr, err)}
+			}
+			return
+		}
+		if _, rerr := tx.ExecContext(ctx, "RELEASE op"); rerr != nil {
+			err = &abortError{fmt.Errorf("release savepoint: %w", rerr)}
+		}
+	}()
+	if err := r.fn(tx); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO operations (id, kind, at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", r.op, r.kind, now)
+	if err != nil {
+		return fmt.Errorf("record operation %s: %w", r.op, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("operation %s: %w (it was committed before; do not repeat it)", r.op, store.ErrExists)
+	}
+	return nil
+}

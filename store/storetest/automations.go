@@ -1,0 +1,5 @@
+package storetest
+
+import "testing"
+
+func testAutomations(t *testing.T, newStore NewFunc) {}

@@ -1,0 +1,5 @@
+package storetest
+
+import "testing"
+
+func testRuns(t *testing.T, newStore NewFunc) {}

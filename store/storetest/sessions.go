@@ -1,0 +1,5 @@
+package storetest
+
+import "testing"
+
+func testSessions(t *testing.T, newStore NewFunc) {}

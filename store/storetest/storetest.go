@@ -1,0 +1,41 @@
+// Package storetest is the conformance suite every store backend passes:
+// storetest.Run(t, newStore) from the backend's own tests.
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairnhq/cairn/store"
+)
+
+// NewFunc returns a fresh, empty store; the suite closes it.
+type NewFunc func(t *testing.T) store.Store
+
+// Run runs every conformance case against stores made by newStore.
+func Run(t *testing.T, newStore NewFunc) {
+	t.Run("base", func(t *testing.T) { t.Parallel(); testBase(t, newStore) })
+	t.Run("runs", func(t *testing.T) { t.Parallel(); testRuns(t, newStore) })
+	t.Run("automations", func(t *testing.T) { t.Parallel(); testAutomations(t, newStore) })
+	t.Run("sessions", func(t *testing.T) { t.Parallel(); testSessions(t, newStore) })
+}
+
+func open(t *testing.T, newStore NewFunc) store.Store {
+	t.Helper()
+	s := newStore(t)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func testBase(t *testing.T, newStore NewFunc) {
+	ctx := context.Background()
+	s := open(t, newStore)
+	o, err := s.Outcome(ctx, "op_never_seen")
+	if err != nil || o != store.NotCommitted {
+		t.Fatalf("Outcome of an unknown operation = %v, %v; want not committed", o, err)
+	}
+	c, err := s.Counts(ctx)
+	if err != nil || c != (store.Counts{}) {
+		t.Fatalf("Counts on an empty store = %+v, %v", c, err)
+	}
+}
