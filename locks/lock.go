@@ -175,7 +175,7 @@ func lockPath(dir, name string) (string, error) {
 		return "", err
 	}
 	if dir == "" {
-		return "", errors.New("lock name " + name + ": empty lock directory")
+		return "", fmt.Errorf("lock %s: no lock directory given", name)
 	}
 	return filepath.Join(dir, name), nil
 }

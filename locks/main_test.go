@@ -107,6 +107,9 @@ func contend(dir, name, file string, n int) error {
 		if err := l.Unlock(); err != nil {
 			return err
 		}
+		// Pause outside so that the others, polling, get their turns
+		// instead of this process taking the lock straight back.
+		time.Sleep(rand.N(10 * time.Millisecond))
 	}
 	return nil
 }
@@ -134,7 +137,9 @@ func startChildWith(t *testing.T, adjust func(*exec.Cmd), args ...string) *child
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	// Under -race a process sleeps a second at exit unless told not to.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "GORACE="+gorace)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -43,7 +42,7 @@ func TestHolderDiesLockIsFree(t *testing.T) {
 		t.Errorf("holder %+v lacks boot id %s or start time", h, me.bootID)
 	}
 
-	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := c.cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	_ = c.cmd.Wait() // killed: an error is expected
