@@ -1,0 +1,26 @@
+# The two commands: `go run ./cmd/mcp-host serve` runs Cairn; `make test` runs every test.
+GO  ?= go
+BIN := $(CURDIR)/bin/mcp-host
+
+.PHONY: build test lint gotest e2e bench
+
+build:
+	$(GO) build -o $(BIN) ./cmd/mcp-host
+
+# Everything CI checks: formatting, vet, the Go tests under the race
+# detector, and the end-to-end tests with the official TypeScript MCP client.
+test: lint gotest e2e
+
+lint:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './e2e/*'))"; \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+gotest:
+	$(GO) test -race ./...
+
+e2e: build
+	@if [ -d e2e ]; then \
+	  command -v node >/dev/null || { echo "node is required for the end-to-end tests (install Node.js 20+)"; exit 1; }; \
+	  cd e2e && npm ci --no-audit --no-fund && MCP_HOST_BIN=$(BIN) npm test; \
+	fi

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/workspace"
+)
+
+// runCLI runs mcp-host in-process and returns its exit code and output.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func TestStatusEmptyStateRoot(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "state")
+	code, out, errs := runCLI(t, "status", "--state", root)
+	if code != 0 || out != fmt.Sprintf("no workspaces under %s\n", root) {
+		t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "status", "--json", "--state", root)
+	var rep statusReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.StateRoot != root || rep.Workspaces == nil || len(rep.Workspaces) != 0 {
+		t.Fatalf("status --json: exit %d, %s", code, out)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Fatalf("status created the state root: %v", err)
+	}
+}
+
+func TestStatusPopulated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "state")
+	ws, err := workspace.Resolve(t.TempDir(), "", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Touch(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.CreateRun(ctx, &store.Run{ID: fmt.Sprintf("run_%d", i), Target: "hello"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	lk, err := locks.TryLock(ws.LocksDir(), "scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+
+	code, out, errs := runCLI(t, "status", "--state", root, "--workspace", ws.Root)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{ws.Root + " (here)", "id          " + ws.ID, fmt.Sprintf("scheduler   pid %d since", os.Getpid()), "worker      not running", "runs 3 · automations 0 · sessions 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "status", "--json", "--state", root, "--workspace", ws.Root)
+	var rep statusReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Workspaces) != 1 {
+		t.Fatalf("status --json: exit %d, %s", code, out)
+	}
+	w := rep.Workspaces[0]
+	if !w.Here || w.ID != ws.ID || !w.Scheduler.Running || w.Scheduler.PID != os.Getpid() || w.Worker.Running || w.Counts.Runs != 3 {
+		t.Fatalf("status --json workspace = %+v", w)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"no-such-command"}, {"status", "--no-such-flag"}, {"status", "extra"}, {"--log-level", "loud", "status"}} {
+		code, _, errs := runCLI(t, args...)
+		if code != ExitUsage || !strings.HasPrefix(errs, "mcp-host: ") || !strings.Contains(errs, "Usage:") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with a reason and the usage", args, code, errs)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runCLI(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "mcp-host ") {
+		t.Fatalf("version: exit %d, %q", code, out)
+	}
+}
