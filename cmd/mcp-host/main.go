@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	_ "time/tzdata" // IANA zones for automations on machines without zone files
+
 	"github.com/cairnhq/cairn/internal/cli"
 )
 
