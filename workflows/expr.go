@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -212,7 +213,6 @@ func ShellQuote(s string) string {
 type Template struct {
 	src   string
 	parts []part
-	lines []int // line offset (within src) of each expression part
 }
 
 type part struct {
@@ -431,10 +431,10 @@ func ParseOutput(s string) any {
 	dec := json.NewDecoder(strings.NewReader(t))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	if err := dec.Decode(&v); err != nil {
 		return nil
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil
 	}
 	return normalizeJSON(v)

@@ -1,0 +1,487 @@
+package workflows
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cairnhq/cairn/internal/ids"
+)
+
+// Parse parses and validates one workflow file. name is the file's path or
+// name: it appears in errors, and without a `name:` field the workflow is
+// named after it (the base name without .yaml or .yml). Every expression is
+// compiled and the input schema is compiled here, so a workflow that parses
+// cannot fail later for a reason visible in the file.
+//
+// The error is an *Error, or several joined with errors.Join.
+func Parse(name string, src []byte) (*Workflow, error) {
+	p := &parser{file: name}
+	w := p.workflow(src)
+	if len(p.errs) > 0 {
+		slices.SortStableFunc(p.errs, func(a, b error) int {
+			return a.(*Error).Line - b.(*Error).Line
+		})
+		if len(p.errs) == 1 {
+			return nil, p.errs[0]
+		}
+		return nil, errors.Join(p.errs...)
+	}
+	return w, nil
+}
+
+var (
+	topKeys  = []string{"name", "description", "input", "steps", "result", "on"}
+	kindKeys = []string{"exec", "shell", "ask", "sleep", "http"}
+	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default"}, kindKeys...)
+	// keys that only some kinds take; the others are errors, so that a
+	// misplaced key is not silently ignored.
+	keyKinds = map[string][]StepKind{
+		"timeout": {KindExec, KindShell, KindHTTP, KindAsk},
+		"retry":   {KindExec, KindShell, KindHTTP},
+		"env":     {KindExec, KindShell},
+		"dir":     {KindExec, KindShell},
+		"choices": {KindAsk},
+		"default": {KindAsk},
+	}
+	httpKeys  = []string{"method", "url", "headers", "body", "expect_status"}
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	httpToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	yamlErr   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+)
+
+type parser struct {
+	file  string
+	errs  []error
+	known map[string]bool // step ids declared in the file
+}
+
+type entry struct{ key, val *yaml.Node }
+
+func (p *parser) fail(line int, field string, err error) {
+	if len(p.errs) < maxProblems {
+		p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Err: err})
+	}
+}
+
+func (p *parser) failf(line int, field, format string, args ...any) {
+	p.fail(line, field, fmt.Errorf(format, args...))
+}
+
+func (p *parser) workflow(src []byte) *Workflow {
+	if len(src) > MaxFileSize {
+		p.failf(0, "", "file is larger than %d bytes", MaxFileSize)
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.failf(0, "", "empty file: a workflow needs at least `steps:`")
+		} else {
+			p.yamlError(err)
+		}
+		return nil
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); err == nil {
+		p.failf(second.Line, "", "more than one YAML document: one workflow per file")
+		return nil
+	} else if !errors.Is(err, io.EOF) {
+		p.yamlError(err)
+		return nil
+	}
+	if len(doc.Content) == 0 {
+		p.failf(0, "", "empty file: a workflow needs at least `steps:`")
+		return nil
+	}
+	root := doc.Content[0]
+	if !p.noAliases(root) {
+		return nil
+	}
+	m, _ := p.mapping(root, "", topKeys)
+	if m == nil {
+		return nil
+	}
+	w := &Workflow{File: p.file, Source: bytes.Clone(src)}
+
+	if e, ok := m["name"]; ok {
+		if s, ok := p.str(e.val, "name"); ok {
+			if err := ids.Validate("workflow name", s); err != nil {
+				p.fail(e.val.Line, "name", err)
+			}
+			w.Name = s
+		}
+	} else {
+		w.Name = DefaultName(p.file)
+		if err := ids.Validate("workflow name", w.Name); err != nil {
+			p.fail(0, "", fmt.Errorf("name the workflow with `name:` or rename the file: %w", err))
+		}
+	}
+	if e, ok := m["description"]; ok {
+		w.Description, _ = p.str(e.val, "description")
+	}
+	if e, ok := m["input"]; ok {
+		p.input(w, e.val)
+	}
+	if e, ok := m["steps"]; ok {
+		w.Steps = p.steps(e.val)
+	} else {
+		p.failf(root.Line, "", "missing `steps:`: a workflow needs at least one step")
+	}
+	if e, ok := m["result"]; ok {
+		w.Result = p.template(e.val, "result")
+	}
+	if e, ok := m["on"]; ok {
+		w.On = p.triggers(e.val)
+	}
+	return w
+}
+
+// DefaultName is the workflow name a file gets without a `name:` field:
+// its base name without .yaml or .yml.
+func DefaultName(file string) string {
+	base := path.Base(filepath.ToSlash(file))
+	for _, ext := range []string{".yaml", ".yml"} {
+		if s, ok := strings.CutSuffix(base, ext); ok {
+			return s
+		}
+	}
+	return base
+}
+
+func (p *parser) yamlError(err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlErr.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	p.fail(line, "", fmt.Errorf("malformed YAML: %s", msg))
+}
+
+// noAliases refuses YAML aliases: they make line numbers lie and can blow
+// up in size. (Anchors alone are harmless.)
+func (p *parser) noAliases(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		p.failf(n.Line, "", "YAML aliases (*%s) are not supported; write the value out", n.Value)
+		return false
+	}
+	ok := true
+	for _, c := range n.Content {
+		ok = p.noAliases(c) && ok
+	}
+	return ok
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "null"
+		case "!!bool":
+			return "a boolean"
+		case "!!int", "!!float":
+			return "a number"
+		}
+		return "a string"
+	}
+	return "something else"
+}
+
+// mapping checks that n is a mapping whose keys are all in allowed, each
+// once, and returns its entries by key.
+func (p *parser) mapping(n *yaml.Node, field string, allowed []string) (map[string]entry, bool) {
+	if n.Kind != yaml.MappingNode {
+		p.failf(n.Line, field, "expected a mapping, got %s", kindName(n))
+		return nil, false
+	}
+	m := make(map[string]entry, len(n.Content)/2)
+	ok := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			p.failf(k.Line, field, "keys must be plain strings, got %s", kindName(k))
+			ok = false
+			continue
+		}
+		if !slices.Contains(allowed, k.Value) {
+			msg := fmt.Sprintf("unknown key %q", shorten(k.Value))
+			if s := suggest(k.Value, allowed); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			} else {
+				msg += fmt.Sprintf(" (known keys: %s)", strings.Join(allowed, ", "))
+			}
+			p.fail(k.Line, field, errors.New(msg))
+			ok = false
+			continue
+		}
+		if prev, dup := m[k.Value]; dup {
+			p.failf(k.Line, field, "duplicate key %q (first at line %d)", k.Value, prev.key.Line)
+			ok = false
+			continue
+		}
+		m[k.Value] = entry{k, v}
+	}
+	return m, ok
+}
+
+// suggest returns the allowed key closest to s when it is a likely typo.
+func suggest(s string, allowed []string) string {
+	s = strings.ToLower(s)
+	best, bestP := "", 3
+	for _, a := range allowed {
+		p := 0
+		for p < len(a) && p < len(s) && a[p] == s[p] {
+			p++
+		}
+		if p > bestP {
+			best, bestP = a, p
+		}
+	}
+	if best != "" {
+		return best
+	}
+	bestD := 3
+	for _, a := range allowed {
+		if d := editDistance(s, a); d < bestD {
+			best, bestD = a, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// andList joins names as "a, b and c".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+func join(field, sub string) string {
+	if field == "" {
+		return sub
+	}
+	return field + ": " + sub
+}
+
+// str returns a scalar's text; null and collections are errors.
+func (p *parser) str(n *yaml.Node, field string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.failf(n.Line, field, "expected a string, got %s", kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (p *parser) nonEmpty(n *yaml.Node, field string) (string, bool) {
+	s, ok := p.str(n, field)
+	if ok && strings.TrimSpace(s) == "" {
+		p.failf(n.Line, field, "must not be empty")
+		return "", false
+	}
+	return s, ok
+}
+
+func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
+	b, ok := boolValue(n)
+	if !ok {
+		p.failf(n.Line, field, "expected true or false, got %s", kindName(n))
+	}
+	return b, ok
+}
+
+// boolValue reads a YAML boolean (true, false, True, FALSE...).
+func boolValue(n *yaml.Node) (bool, bool) {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
+		return false, false
+	}
+	return b, true
+}
+
+func (p *parser) integer(n *yaml.Node, field string) (int, bool) {
+	var i int
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
+		p.failf(n.Line, field, "expected a whole number, got %s", kindName(n))
+		return 0, false
+	}
+	return i, true
+}
+
+// duration parses "30s", "5m", "1h30m". Zero is allowed only when
+// allowZero; negative never.
+func (p *parser) duration(n *yaml.Node, field string, allowZero bool) (time.Duration, bool) {
+	s, ok := p.str(n, field)
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil && n.Tag == "!!int":
+		p.failf(n.Line, field, "bad duration %q: missing unit (write e.g. \"%ss\")", shorten(s), shorten(s))
+	case err != nil:
+		p.failf(n.Line, field, "bad duration %q: use a number and a unit, e.g. 30s, 5m, 1h30m", shorten(s))
+	case d < 0 || d == 0 && !allowZero:
+		p.failf(n.Line, field, "bad duration %q: must be greater than 0", shorten(s))
+	default:
+		return d, true
+	}
+	return 0, false
+}
+
+func (p *parser) strList(n *yaml.Node, field string) ([]string, bool) {
+	if n.Kind != yaml.SequenceNode {
+		p.failf(n.Line, field, "expected a list, got %s", kindName(n))
+		return nil, false
+	}
+	out := make([]string, 0, len(n.Content))
+	ok := true
+	for i, c := range n.Content {
+		s, good := p.str(c, fmt.Sprintf("%s[%d]", field, i))
+		ok = ok && good
+		out = append(out, s)
+	}
+	return out, ok
+}
+
+// template parses a string with `${{ }}` interpolations, checking step
+// references against the file's step ids.
+func (p *parser) template(n *yaml.Node, field string) *Template {
+	s, ok := p.str(n, field)
+	if !ok {
+		return nil
+	}
+	t, off, err := parseTemplate(s, p.known)
+	if err != nil {
+		p.fail(exprLine(n, s, off), field, err)
+		return nil
+	}
+	return t
+}
+
+// exprLine is the file line of offset off in n's text: exact for literal
+// block scalars (`|`), the scalar's first line otherwise.
+func exprLine(n *yaml.Node, s string, off int) int {
+	if n.Style&yaml.LiteralStyle != 0 {
+		return n.Line + 1 + strings.Count(s[:off], "\n")
+	}
+	return n.Line
+}
+
+// condition parses `if:`: one expression, with or without `${{ }}`, whose
+// type, when known at load time, is boolean.
+func (p *parser) condition(n *yaml.Node, field string) *Expr {
+	e := p.conditionExpr(n, field)
+	if e == nil {
+		return nil
+	}
+	if t := e.prog.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
+		p.failf(n.Line, field, "must be a condition (true or false), but %q is %s", shorten(e.src), goKind(t))
+		return nil
+	}
+	return e
+}
+
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Float64:
+		return "a number"
+	case reflect.Map, reflect.Struct:
+		return "a mapping"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return t.String()
+}
+
+func (p *parser) conditionExpr(n *yaml.Node, field string) *Expr {
+	if b, ok := boolValue(n); ok {
+		e, _ := compileExpr(strconv.FormatBool(b), nil)
+		return e
+	}
+	s, ok := p.nonEmpty(n, field)
+	if !ok {
+		return nil
+	}
+	src := strings.TrimSpace(s)
+	if strings.Contains(src, "${{") {
+		t, off, err := parseTemplate(s, p.known)
+		if err != nil {
+			p.fail(exprLine(n, s, off), field, err)
+			return nil
+		}
+		e := t.single()
+		if e == nil {
+			p.failf(n.Line, field, "must be one expression, like ${{ steps.check.exit_code == 0 }}")
+		}
+		return e
+	}
+	e, err := compileExpr(src, p.known)
+	if err != nil {
+		p.fail(n.Line, field, err)
+		return nil
+	}
+	return e
+}
+
+// relPath checks a workspace-relative path or glob: not absolute, no ".."
+// component, no NUL; it returns the cleaned, slash-separated form.
+func relPath(s string) (string, error) {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return "", errors.New("must not be empty")
+	case strings.ContainsRune(s, 0):
+		return "", errors.New("must not contain a NUL byte")
+	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, `\`) || filepath.IsAbs(s) || filepath.VolumeName(s) != "":
+		return "", fmt.Errorf("%q is absolute; write it relative to the workspace", shorten(s))
+	}
+	for _, c := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if c == ".." {
+			return "", fmt.Errorf("%q leaves the workspace (has a \"..\" component)", shorten(s))
+		}
+	}
+	return path.Clean(s), nil
+}
