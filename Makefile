@@ -24,3 +24,12 @@ e2e: build
 	  command -v node >/dev/null || { echo "node is required for the end-to-end tests (install Node.js 20+)"; exit 1; }; \
 	  cd e2e && npm ci --no-audit --no-fund && MCP_HOST_BIN=$(BIN) npm test; \
 	fi
+
+# Benchmarks (issue 7): `bench` measures every figure against its goal and
+# against River on the same disk and rewrites BENCHMARKS.md (under 10
+# minutes); `bench-smoke` runs every figure at tiny sizes, report on stdout.
+bench:
+	cd bench && $(GO) run . -out ../BENCHMARKS.md
+
+bench-smoke:
+	cd bench && $(GO) run . -short

@@ -1,4 +1,483 @@
 package store
 
-// AutomationStore keeps automations, their fires and history.
-type AutomationStore interface{}
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Trigger kinds of an automation.
+const (
+	TriggerCron     = "cron"
+	TriggerInterval = "interval"
+	TriggerFiles    = "files"
+	TriggerHTTP     = "http"
+)
+
+// Overlap policies: what a fire does while the automation's previous run
+// has not settled.
+const (
+	OverlapSkip      = "skip"       // record the fire as skipped (the default)
+	OverlapAllow     = "allow"      // queue another run
+	OverlapBufferOne = "buffer_one" // hold one fire until the previous run settles
+)
+
+// Missed-run policies for cron slots that passed unfired.
+const (
+	MissedSkip = "skip" // count them (the default)
+	MissedOnce = "once" // fire the latest once, as a catch-up
+)
+
+// Fire outcomes.
+const (
+	FireQueued   = "queued"   // a run was queued in the fire's transaction
+	FireSkipped  = "skipped"  // overlap skip: the previous run had not settled
+	FireBuffered = "buffered" // buffer_one: queued when the previous run settles
+)
+
+// OwnerConfig owns the automations synced from workflow files.
+const OwnerConfig = "config"
+
+// FireHistory is how many fires per automation ListFires returns; older
+// ones are pruned (a backend may keep up to twice as many between prunes).
+const FireHistory = 10
+
+// Automation is a trigger that launches runs of a target: its spec (what
+// people edit, versioned by Revision) and its State (what the scheduler
+// records; State changes do not bump Revision, so a scheduler firing every
+// second never makes a person's edit stale).
+type Automation struct {
+	ID      string            `json:"id"`
+	Key     string            `json:"key"`
+	Owner   string            `json:"owner"`
+	Target  string            `json:"target"`
+	Input   json.RawMessage   `json:"input"`
+	Trigger AutomationTrigger `json:"trigger"`
+	Enabled bool              `json:"enabled"`
+	Note    string            `json:"note,omitempty"` // why it is paused
+	Overlap string            `json:"overlap"`
+	Missed  string            `json:"missed"`
+	// Source is the workflow file an OwnerConfig automation comes from.
+	Source    string          `json:"source,omitempty"`
+	Revision  int64           `json:"revision"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	State     AutomationState `json:"state"`
+}
+
+// AutomationTrigger says when an automation fires.
+type AutomationTrigger struct {
+	Kind  string   `json:"kind"`            // TriggerCron, TriggerInterval, TriggerFiles, TriggerHTTP
+	Cron  string   `json:"cron,omitempty"`  // cron: five fields or a descriptor
+	TZ    string   `json:"tz,omitempty"`    // cron: IANA zone; "" is the machine's
+	Every string   `json:"every,omitempty"` // interval; files/http: poll period (Go duration)
+	Files []string `json:"files,omitempty"` // files: workspace-relative globs
+	URL   string   `json:"url,omitempty"`   // http: the polled URL
+}
+
+// Equal reports whether two triggers are the same spec.
+func (t AutomationTrigger) Equal(o AutomationTrigger) bool {
+	return t.Kind == o.Kind && t.Cron == o.Cron && t.TZ == o.TZ && t.Every == o.Every && t.URL == o.URL && slices.Equal(t.Files, o.Files)
+}
+
+// AutomationState is an automation's history and scheduling state.
+type AutomationState struct {
+	LastStart  time.Time `json:"last_start,omitzero"`  // when the latest run was queued
+	LastFinish time.Time `json:"last_finish,omitzero"` // when the latest run settled
+	LastStatus string    `json:"last_status,omitempty"`
+	LastRunID  string    `json:"last_run_id,omitempty"`
+	// Cursor is the latest scheduled slot accounted for (fired, skipped or
+	// missed). A scheduled fire must be after it; manual fires leave it.
+	Cursor  time.Time `json:"cursor,omitzero"`
+	NextDue time.Time `json:"next_due,omitzero"`
+	Fires   int64     `json:"fires"`   // runs queued
+	Skipped int64     `json:"skipped"` // fires refused by the overlap policy
+	Missed  int64     `json:"missed"`  // slots that passed without a fire
+	// Buffered is the nominal time of the fire held by buffer_one.
+	Buffered time.Time `json:"buffered,omitzero"`
+	// Observation is a monitor's last observation handed over (a digest):
+	// a change from it launches. Empty until the baseline is recorded.
+	Observation string    `json:"observation,omitempty"`
+	ObservedAt  time.Time `json:"observed_at,omitzero"`
+	// Pending is a monitor launch decided but not yet handed over.
+	Pending   *PendingLaunch `json:"pending,omitempty"`
+	LastError string         `json:"last_error,omitempty"`
+}
+
+// PendingLaunch is a monitor's change waiting to be launched. It is
+// retried until a fire hands it over.
+type PendingLaunch struct {
+	Nominal     time.Time `json:"nominal"`
+	Observation string    `json:"observation"`
+	Since       time.Time `json:"since"`
+	Attempts    int       `json:"attempts"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// InFlight reports whether the latest run has not been recorded as settled.
+func (s *AutomationState) InFlight() bool {
+	return s.LastRunID != "" && s.LastFinish.Before(s.LastStart)
+}
+
+// AutomationFire is one fire of an automation, unique by (AutomationID,
+// Nominal).
+type AutomationFire struct {
+	AutomationID string        `json:"automation_id"`
+	Nominal      time.Time     `json:"nominal"`
+	Actual       time.Time     `json:"actual"`
+	Lag          time.Duration `json:"lag_ns"`
+	Outcome      string        `json:"outcome"` // FireQueued, FireSkipped, FireBuffered
+	RunID        string        `json:"run_id,omitempty"`
+	Manual       bool          `json:"manual,omitempty"`
+}
+
+// FireParams describe one fire.
+type FireParams struct {
+	AutomationID string
+	// Nominal is the slot: unique per automation. Scheduled slots are whole
+	// seconds; a manual fire uses the time it was asked for.
+	Nominal time.Time
+	Actual  time.Time
+	// Run is the run to queue (its ID, Target, Input, Literals, Trigger);
+	// the store drops it when the fire is skipped or buffered.
+	Run *Run
+	// Manual marks a fire asked for by a person (roll, trigger): it leaves
+	// the cursor alone.
+	Manual bool
+	// Release hands over the fire that buffer_one held at Nominal: it
+	// queues Run if that fire is still buffered and the previous run has
+	// settled; otherwise nothing is written (AlreadyFired).
+	Release bool
+	// Missed slots accounted for together with a scheduled fire.
+	Missed int64
+	// NextDue, when set, is recorded as the automation's next due time.
+	NextDue time.Time
+	// Observation, when set, is recorded as the monitor's observation and
+	// any pending launch is cleared: the change is handed over.
+	Observation string
+}
+
+// FireResult says what a fire did.
+type FireResult struct {
+	// Fire is the fire recorded, or the one already recorded for the slot.
+	Fire *AutomationFire
+	// AlreadyFired: the slot was fired before (or the cursor is past it);
+	// nothing was written or queued.
+	AlreadyFired bool
+	// Run is the run queued, when Fire.Outcome is FireQueued and not
+	// AlreadyFired.
+	Run *Run
+}
+
+// RecordParams update an automation's State without firing. Zero fields
+// leave their value alone.
+type RecordParams struct {
+	AutomationID string
+	// Cursor moves the cursor forward (never back), with Missed slots
+	// counted.
+	Cursor time.Time
+	Missed int64
+	// NextDue is recorded when set.
+	NextDue time.Time
+	// Finished records that run RunID settled; ignored unless RunID is the
+	// automation's latest run.
+	Finished *RunFinish
+	// Monitor updates: when ExpectObservation is set, the record applies
+	// only if the stored observation equals *ExpectObservation (else an
+	// error wrapping ErrStale). Baseline sets the observation; Pending replaces the
+	// pending launch; ClearPending drops it.
+	ExpectObservation *string
+	Baseline          string
+	ObservedAt        time.Time
+	Pending           *PendingLaunch
+	ClearPending      bool
+	// Error sets LastError ("-" clears it).
+	Error string
+}
+
+// RunFinish is a settled run as an automation records it.
+type RunFinish struct {
+	RunID  string
+	At     time.Time
+	Status RunStatus
+}
+
+// AutomationFilter selects automations; zero fields match all.
+type AutomationFilter struct {
+	Owner string
+	Key   string
+}
+
+// ErrPaused is wrapped when a fire names a paused (disabled) automation.
+var ErrPaused = errors.New("automation is paused")
+
+// AutomationExistsError refuses a create whose (owner, key) is taken; it
+// carries the existing record and wraps ErrExists.
+type AutomationExistsError struct{ Existing *Automation }
+
+func (e *AutomationExistsError) Error() string {
+	return fmt.Sprintf("automation %q of owner %q already exists (%s)", e.Existing.Key, e.Existing.Owner, e.Existing.ID)
+}
+
+func (e *AutomationExistsError) Unwrap() error { return ErrExists }
+
+// AutomationStore keeps automations, their fires and history. Methods are
+// safe for concurrent use from many goroutines and processes; a missing
+// automation is an error wrapping ErrNotFound (a *NotFoundError).
+type AutomationStore interface {
+	// CreateAutomation stores a new automation with revision 1 (ID, Key,
+	// Owner and Target set; CreatedAt/UpdatedAt default to now). A taken
+	// (owner, key) is refused with an *AutomationExistsError.
+	CreateAutomation(ctx context.Context, a *Automation) error
+	// GetAutomation returns one automation by id.
+	GetAutomation(ctx context.Context, id string) (*Automation, error)
+	// ListAutomations returns the automations matching f, by owner then key.
+	ListAutomations(ctx context.Context, f AutomationFilter) ([]*Automation, error)
+	// UpdateAutomation replaces a's spec (target, input, trigger, enabled,
+	// note, overlap, missed, source) if the stored revision is expected,
+	// bumping the revision; a stale one is a *StaleError. A changed
+	// monitor trigger resets the observation (the next poll is a new
+	// baseline); re-enabling moves the cursor to a.UpdatedAt, so slots that
+	// passed while paused are not caught up. a is updated in place.
+	UpdateAutomation(ctx context.Context, a *Automation, expected int64) error
+	// DeleteAutomation removes an automation and its fires if the stored
+	// revision is expected (0: any).
+	DeleteAutomation(ctx context.Context, id string, expected int64) error
+	// Fire records a fire and, unless the overlap policy holds it back,
+	// queues p.Run, in one transaction, and updates the history. A slot
+	// already fired, or a scheduled slot not after the cursor, gives
+	// AlreadyFired and writes nothing: racing schedulers never fire one
+	// slot twice. A paused automation is refused with ErrPaused.
+	Fire(ctx context.Context, p FireParams) (FireResult, error)
+	// RecordAutomation updates an automation's State (see RecordParams).
+	RecordAutomation(ctx context.Context, p RecordParams) (*Automation, error)
+	// ListFires returns an automation's recent fires, newest first (at most
+	// FireHistory are kept).
+	ListFires(ctx context.Context, automationID string, limit int) ([]*AutomationFire, error)
+	// AutomationsVersion changes whenever an automation is created,
+	// updated or deleted (not when it fires), so a scheduler can notice
+	// other processes' edits cheaply.
+	AutomationsVersion(ctx context.Context) (int64, error)
+}
+
+// Backend helpers: the rules every backend applies, so that they cannot
+// drift apart. They are pure functions over the records a backend loaded
+// inside its write.
+
+// FirePlan is what a backend writes for one fire.
+type FirePlan struct {
+	Result FireResult
+	// Insert the new fire row (false with Update: replace the buffered
+	// row; both false: write nothing).
+	Insert, Update bool
+	// QueueRun: insert Result.Run in the same transaction.
+	QueueRun bool
+	// State is the automation's new state (write it when Insert or Update).
+	State AutomationState
+}
+
+// PlanFire decides what p does to a. last is the automation's latest run
+// as stored now
+// (nil when it has none, or it is gone) and existing the fire already
+// recorded at p.Nominal (nil if none). Times are stored with millisecond
+// precision, so p's times are truncated to the millisecond.
+func PlanFire(a *Automation, last *Run, existing *AutomationFire, p FireParams) (FirePlan, error) {
+	nominal := p.Nominal.UTC().Truncate(time.Millisecond)
+	actual := p.Actual.UTC().Truncate(time.Millisecond)
+	st := a.State
+	plan := FirePlan{State: st}
+	if !a.Enabled {
+		return plan, fmt.Errorf("fire automation %s: %w%s", a.Key, ErrPaused, noteSuffix(a.Note))
+	}
+	// The latest run is in flight unless its row says it settled, the
+	// scheduler recorded that it did, or it is gone.
+	running := st.InFlight() && last != nil && !last.Status.Settled()
+	if p.Release {
+		if existing == nil || existing.Outcome != FireBuffered || !st.Buffered.Equal(nominal) || running {
+			plan.Result = FireResult{Fire: existing, AlreadyFired: true}
+			return plan, nil
+		}
+		if p.Run == nil {
+			return plan, fmt.Errorf("release fire of automation %s: no run given", a.Key)
+		}
+		f := *existing
+		f.Outcome, f.RunID = FireQueued, p.Run.ID
+		plan.State.Buffered = time.Time{}
+		startRun(&plan.State, p.Run, actual)
+		plan.Update, plan.QueueRun = true, true
+		plan.Result = FireResult{Fire: &f, Run: p.Run}
+		return plan, nil
+	}
+	if existing != nil || (!p.Manual && !nominal.After(st.Cursor)) {
+		plan.Result = FireResult{Fire: existing, AlreadyFired: true}
+		return plan, nil
+	}
+	f := &AutomationFire{AutomationID: a.ID, Nominal: nominal, Actual: actual, Lag: actual.Sub(nominal), Manual: p.Manual}
+	switch {
+	case !running || a.Overlap == OverlapAllow:
+		if p.Run == nil {
+			return plan, fmt.Errorf("fire automation %s: no run given", a.Key)
+		}
+		f.Outcome, f.RunID = FireQueued, p.Run.ID
+		startRun(&plan.State, p.Run, actual)
+		plan.QueueRun = true
+		plan.Result.Run = p.Run
+	case a.Overlap == OverlapBufferOne && plan.State.Buffered.IsZero():
+		f.Outcome = FireBuffered
+		plan.State.Buffered = nominal
+	default:
+		f.Outcome = FireSkipped
+		plan.State.Skipped++
+	}
+	if !p.Manual {
+		plan.State.Cursor = nominal
+		plan.State.Missed += max(p.Missed, 0)
+	}
+	if !p.NextDue.IsZero() {
+		plan.State.NextDue = p.NextDue.UTC().Truncate(time.Millisecond)
+	}
+	if p.Observation != "" {
+		plan.State.Observation = p.Observation
+		plan.State.ObservedAt = actual
+		plan.State.Pending = nil
+	}
+	plan.State.LastError = ""
+	plan.Insert = true
+	plan.Result.Fire = f
+	return plan, nil
+}
+
+func startRun(st *AutomationState, r *Run, at time.Time) {
+	st.LastStart = at
+	st.LastRunID = r.ID
+	st.LastStatus = string(RunQueued)
+	st.Fires++
+}
+
+func noteSuffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return " (" + note + ")"
+}
+
+// ApplyRecord applies p to a's state, returning the new state or an error
+// wrapping ErrStale when p.ExpectObservation does not match.
+func ApplyRecord(a *Automation, p RecordParams) (AutomationState, error) {
+	st := a.State
+	if p.ExpectObservation != nil && *p.ExpectObservation != st.Observation {
+		return st, fmt.Errorf("record observation of automation %s: it changed since it was read: %w", a.ID, ErrStale)
+	}
+	if c := p.Cursor.UTC().Truncate(time.Millisecond); c.After(st.Cursor) {
+		st.Cursor = c
+		st.Missed += max(p.Missed, 0)
+	}
+	if !p.NextDue.IsZero() {
+		st.NextDue = p.NextDue.UTC().Truncate(time.Millisecond)
+	}
+	if f := p.Finished; f != nil && f.RunID == st.LastRunID && st.InFlight() {
+		at := f.At.UTC().Truncate(time.Millisecond)
+		if at.Before(st.LastStart) {
+			at = st.LastStart
+		}
+		st.LastFinish = at
+		st.LastStatus = string(f.Status)
+	}
+	if p.Baseline != "" {
+		st.Observation = p.Baseline
+	}
+	if !p.ObservedAt.IsZero() {
+		st.ObservedAt = p.ObservedAt.UTC().Truncate(time.Millisecond)
+	}
+	if p.ClearPending {
+		st.Pending = nil
+	}
+	if p.Pending != nil {
+		pl := *p.Pending
+		pl.Nominal = pl.Nominal.UTC().Truncate(time.Millisecond)
+		pl.Since = pl.Since.UTC().Truncate(time.Millisecond)
+		st.Pending = &pl
+	}
+	switch p.Error {
+	case "":
+	case "-":
+		st.LastError = ""
+	default:
+		st.LastError = p.Error
+	}
+	return st, nil
+}
+
+// ApplyUpdate copies the spec of next onto cur, as UpdateAutomation does:
+// it returns the updated record (revision bumped, state adjusted).
+func ApplyUpdate(cur, next *Automation, now time.Time) *Automation {
+	out := *cur
+	out.Target = next.Target
+	out.Input = append(json.RawMessage(nil), next.Input...)
+	if len(out.Input) == 0 {
+		out.Input = json.RawMessage("{}")
+	}
+	out.Trigger = next.Trigger
+	out.Trigger.Files = slices.Clone(next.Trigger.Files)
+	out.Enabled = next.Enabled
+	out.Note = next.Note
+	out.Overlap = next.Overlap
+	out.Missed = next.Missed
+	out.Source = next.Source
+	out.Revision = cur.Revision + 1
+	now = now.UTC().Truncate(time.Millisecond)
+	out.UpdatedAt = now
+	st := cur.State
+	st.Pending = clonePending(st.Pending)
+	if !cur.Trigger.Equal(next.Trigger) && (cur.Trigger.Kind == TriggerFiles || cur.Trigger.Kind == TriggerHTTP || next.Trigger.Kind == TriggerFiles || next.Trigger.Kind == TriggerHTTP) {
+		st.Observation, st.Pending = "", nil
+	}
+	if next.Enabled && !cur.Enabled && now.After(st.Cursor) {
+		st.Cursor = now.Truncate(time.Second)
+	}
+	out.State = st
+	return &out
+}
+
+// PrepareNew fills a new automation's defaults (as CreateAutomation does).
+func PrepareNew(a *Automation) {
+	now := time.Now().UTC()
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = now
+	}
+	a.CreatedAt = a.CreatedAt.UTC().Truncate(time.Millisecond)
+	if a.UpdatedAt.IsZero() {
+		a.UpdatedAt = a.CreatedAt
+	}
+	a.UpdatedAt = a.UpdatedAt.UTC().Truncate(time.Millisecond)
+	if len(a.Input) == 0 {
+		a.Input = json.RawMessage("{}")
+	}
+	if a.Overlap == "" {
+		a.Overlap = OverlapSkip
+	}
+	if a.Missed == "" {
+		a.Missed = MissedSkip
+	}
+	a.Revision = 1
+}
+
+// CloneAutomation deep-copies a.
+func CloneAutomation(a *Automation) *Automation {
+	c := *a
+	c.Input = append(json.RawMessage(nil), a.Input...)
+	c.Trigger.Files = slices.Clone(a.Trigger.Files)
+	c.State.Pending = clonePending(a.State.Pending)
+	return &c
+}
+
+func clonePending(p *PendingLaunch) *PendingLaunch {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -23,11 +25,38 @@ func (s RunStatus) Settled() bool {
 	return s == RunSucceeded || s == RunFailed || s == RunCancelled
 }
 
+// Valid reports whether s is one of the statuses above.
+func (s RunStatus) Valid() bool {
+	switch s {
+	case RunQueued, RunRunning, RunWaiting, RunSucceeded, RunFailed, RunCancelled:
+		return true
+	}
+	return false
+}
+
 // Trigger says what launched a run.
 type Trigger struct {
 	Kind         string    `json:"kind"` // "manual", "automation", "mcp"
 	AutomationID string    `json:"automation_id,omitempty"`
 	Nominal      time.Time `json:"nominal,omitzero"` // the automation's planned time
+}
+
+// Question is what a waiting run asks. It is stored with the run while the
+// run waits on it and cleared when it is answered, cancelled or timed out.
+type Question struct {
+	ID      string   `json:"id"`
+	Text    string   `json:"text"`
+	Choices []string `json:"choices,omitempty"` // empty: any answer
+	// Kind is "ask" (an ask step) or "ambiguous" (a step that may or may
+	// not have run: retry, skip or fail).
+	Kind string `json:"kind"`
+	// Step and Position name the ledger entry the answer is written to.
+	Step     string    `json:"step"`
+	Position int       `json:"position"`
+	AskedAt  time.Time `json:"asked_at"`
+	// Deadline, when set, is when the question's default answer applies
+	// (an ask step with a timeout).
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Run is one execution of a target.
@@ -44,16 +73,246 @@ type Run struct {
 	SessionID string          `json:"session_id,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Error     string          `json:"error,omitempty"`
-	Revision  int64           `json:"revision"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
+
+	// OwnerPID is the process executing the run (0 when none claimed it,
+	// or after it parked or was released). It is for people: whether the
+	// owner is alive is decided by the run's lock, locks/run-<id>.
+	OwnerPID int `json:"owner_pid,omitempty"`
+	// Claim is the owner's claim token; ledger writes and transitions by
+	// the owner name it, so a process that lost the run cannot write.
+	Claim string `json:"-"`
+	// CancelRequested is set by a cancel of a running run; the owner
+	// notices it and stops.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Question is set while the run waits on one.
+	Question *Question `json:"question,omitempty"`
+	// WakeAt, on a waiting run, is when it becomes runnable again without
+	// an answer (a durable sleep's end, an ask's timeout).
+	WakeAt time.Time `json:"wake_at,omitzero"`
+
+	Revision   int64     `json:"revision"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`  // first claim
+	FinishedAt time.Time `json:"finished_at,omitzero"` // settled
+}
+
+// Runnable reports whether a peer may claim the run at now: it is queued
+// or running (its owner, if any, is checked by its lock), or waiting with a
+// wake time that has come.
+func (r *Run) Runnable(now time.Time) bool {
+	switch r.Status {
+	case RunQueued, RunRunning:
+		return true
+	case RunWaiting:
+		return !r.WakeAt.IsZero() && !r.WakeAt.After(now)
+	}
+	return false
+}
+
+// RunFilter selects runs for ListRuns.
+type RunFilter struct {
+	Status []RunStatus // any of these; empty: all
+	Target string      // "" : all
+	// UpdatedAfter keeps runs changed strictly after this instant.
+	UpdatedAfter time.Time
+	Limit        int    // <= 0: 50; at most 1000
+	Cursor       string // from a previous page; "" starts at the newest
+}
+
+// MaxListLimit bounds RunFilter.Limit.
+const MaxListLimit = 1000
+
+// ClaimParams take a run over for execution. The caller must hold the
+// run's lock (locks/run-<id>).
+type ClaimParams struct {
+	ID    string
+	Claim string // a fresh token naming this claim
+	PID   int
+	Now   time.Time // wake times are compared with it
+}
+
+// Claimed is a claimed run and what it was before.
+type Claimed struct {
+	Run          *Run
+	PrevStatus   RunStatus
+	PrevOwnerPID int
+}
+
+// ParkParams make the owner's run wait: on a question, until WakeAt, or both.
+type ParkParams struct {
+	ID       string
+	Claim    string
+	Question *Question // nil: a durable sleep
+	WakeAt   time.Time // zero: only an answer wakes it
+}
+
+// SettleParams end a run.
+type SettleParams struct {
+	ID     string
+	Claim  string
+	Status RunStatus // succeeded, failed or cancelled
+	Result json.RawMessage
+	Error  string
+}
+
+// AnswerParams answer the question a waiting run asks.
+type AnswerParams struct {
+	ID         string
+	QuestionID string // must be the open question's id
+	Answer     string
+}
+
+// LedgerState is how far a ledger entry got.
+type LedgerState string
+
+const (
+	// StepStarted: the step was dispatched and its end is not recorded;
+	// after a crash its effect is unknown.
+	StepStarted LedgerState = "started"
+	// StepFinished: the step's outcome is recorded.
+	StepFinished LedgerState = "finished"
+)
+
+// LedgerEntry is what the ledger knows about one call of a step: the step
+// path (the step id) and the call position (the attempt, from 1).
+type LedgerEntry struct {
+	RunID    string      `json:"run_id"`
+	Path     string      `json:"path"`
+	Position int         `json:"position"`
+	Seq      int64       `json:"seq"` // order of first record within the run
+	Kind     string      `json:"kind"`
+	State    LedgerState `json:"state"`
+	Status   string      `json:"status,omitempty"` // when finished: succeeded, failed, skipped, cancelled
+	// Starts counts how often the call was dispatched (a re-run after a
+	// crash adds one).
+	Starts     int             `json:"starts"`
+	Detail     json.RawMessage `json:"detail,omitempty"` // recorded at start (a sleep's deadline)
+	Result     json.RawMessage `json:"result,omitempty"` // recorded at finish
+	Error      string          `json:"error,omitempty"`
+	Answer     *string         `json:"answer,omitempty"` // an answer to a question about this call
+	OwnerPID   int             `json:"owner_pid,omitempty"`
+	StartedAt  time.Time       `json:"started_at,omitzero"`
+	FinishedAt time.Time       `json:"finished_at,omitzero"`
+}
+
+// StepStart records that a step call is about to be dispatched.
+type StepStart struct {
+	RunID    string
+	Claim    string
+	Path     string
+	Position int
+	Kind     string
+	PID      int
+	Detail   json.RawMessage
+}
+
+// StepFinish records a step call's outcome.
+type StepFinish struct {
+	RunID    string
+	Claim    string
+	Path     string
+	Position int
+	Kind     string // used when the call was never started (a skipped step)
+	Status   string
+	Result   json.RawMessage
+	Error    string
 }
 
 // RunStore keeps runs: their records, literals, ledgers and questions.
+//
+// Transitions are atomic and bump the run's revision. The owner's writes
+// (ParkRun, ReleaseRun, SettleRun, StartStep, FinishStep) name its claim
+// token and are refused with ErrNotOwner once another claim replaced it.
+// A missing run gives an error wrapping ErrNotFound; a transition the
+// run's status does not allow gives a *RunStateError.
 type RunStore interface {
 	// CreateRun stores a new run (status queued unless set). Its id must be
 	// unused: a taken id is refused with an error wrapping ErrExists.
 	CreateRun(ctx context.Context, r *Run) error
 	// GetRun returns a run, or an error wrapping ErrNotFound.
 	GetRun(ctx context.Context, id string) (*Run, error)
+	// ListRuns returns runs newest first (by creation time, then id) and
+	// the cursor of the next page ("" when this is the last one).
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, string, error)
+	// RunnableRuns returns up to limit runs that Runnable(now) holds for:
+	// queued and due waiting runs first, then running ones, oldest first
+	// in each group. Their Literals are left empty (read the run itself).
+	RunnableRuns(ctx context.Context, now time.Time, limit int) ([]*Run, error)
+	// CountPending counts runs that still need a process: queued, running,
+	// and waiting ones with a wake time.
+	CountPending(ctx context.Context) (int, error)
+
+	// ClaimRun makes the caller the run's owner: status running, OwnerPID
+	// and Claim set; a question whose wake time came is cleared. Refused
+	// with a *RunStateError unless the run is Runnable(p.Now).
+	ClaimRun(ctx context.Context, p ClaimParams) (*Claimed, error)
+	// ParkRun makes the owner's running run wait (status waiting) and
+	// drops its ownership. A run whose cancel was requested is not parked:
+	// the error wraps ErrCancelRequested.
+	ParkRun(ctx context.Context, p ParkParams) (*Run, error)
+	// ReleaseRun drops the owner's claim and leaves the run running, for
+	// another peer to adopt.
+	ReleaseRun(ctx context.Context, id, claim string) (*Run, error)
+	// SettleRun ends the owner's run.
+	SettleRun(ctx context.Context, p SettleParams) (*Run, error)
+	// AnswerRun stores an answer in the ledger entry the open question
+	// names, clears the question and makes the run running again (without
+	// an owner: a peer claims it). A run that is not waiting on a question
+	// gives a *RunStateError; a question id that is not the open one gives
+	// an error wrapping ErrStale.
+	AnswerRun(ctx context.Context, p AnswerParams) (*Run, error)
+	// CancelRun cancels a run: a queued or waiting one is cancelled at once
+	// (its question closed); a running one gets CancelRequested for its
+	// owner to act on. A settled run gives a *RunStateError.
+	CancelRun(ctx context.Context, id, reason string) (*Run, error)
+
+	// StartStep records a step call's start (before its effect). A call
+	// already started is started again (Starts + 1, Answer cleared); a
+	// finished one is refused with an error wrapping ErrExists.
+	StartStep(ctx context.Context, p StepStart) (*LedgerEntry, error)
+	// FinishStep records a step call's outcome, creating the entry when
+	// the call never started. A finished call is refused with ErrExists.
+	FinishStep(ctx context.Context, p StepFinish) (*LedgerEntry, error)
+	// Ledger returns a run's ledger in record order (empty for a run
+	// without entries; ErrNotFound for a missing run).
+	Ledger(ctx context.Context, runID string) ([]*LedgerEntry, error)
+}
+
+var (
+	// ErrNotOwner is wrapped when an owner's write names a claim that is
+	// no longer the run's: another process took the run over.
+	ErrNotOwner = errors.New("not the run's owner")
+	// ErrRunState is wrapped by *RunStateError.
+	ErrRunState = errors.New("run status does not allow this")
+	// ErrCancelRequested is wrapped when an owner tries to park a run
+	// whose cancel was requested: it must settle it cancelled instead.
+	ErrCancelRequested = errors.New("cancel requested")
+)
+
+// RunStateError refuses an operation the run's status does not allow.
+type RunStateError struct {
+	ID     string
+	Status RunStatus
+	Op     string // "answer", "cancel", "claim", "park", "settle", "step"
+}
+
+func (e *RunStateError) Error() string {
+	switch e.Op {
+	case "answer":
+		if e.Status == RunWaiting {
+			return fmt.Sprintf("run %s is not waiting for an answer (it is sleeping)", e.ID)
+		}
+		return fmt.Sprintf("run %s is not waiting (status: %s)", e.ID, e.Status)
+	case "cancel":
+		return fmt.Sprintf("run %s is already %s", e.ID, e.Status)
+	}
+	return fmt.Sprintf("%s run %s: not allowed in status %s", e.Op, e.ID, e.Status)
+}
+
+func (e *RunStateError) Unwrap() error { return ErrRunState }
+
+// NotOwnerError names the run whose claim was replaced.
+func NotOwnerError(id string) error {
+	return fmt.Errorf("run %s: %w (another process took it over)", id, ErrNotOwner)
 }

@@ -1,6 +1,538 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/workflows"
+	"github.com/cairnhq/cairn/workspace"
+)
 
 // automationCommands: automations, roll.
-func (e *env) automationCommands() []*cobra.Command { return nil }
+func (e *env) automationCommands() []*cobra.Command {
+	return []*cobra.Command{e.automationsCommand(), e.rollCommand()}
+}
+
+// autoEnv is an open workspace with the automations service over it.
+type autoEnv struct {
+	ws    *workspace.Workspace
+	st    store.Store
+	svc   *automations.Service
+	tmp   string // dry-run locks folder
+	close func()
+}
+
+// openAutomations opens the workspace's store and the service. write says
+// whether the command changes state (the state folder is created then).
+func (e *env) openAutomations(ctx context.Context, write bool) (*autoEnv, error) {
+	ws, err := e.workspace()
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.openStore(ctx, ws, write)
+	if err != nil {
+		return nil, err
+	}
+	a := &autoEnv{ws: ws, st: st}
+	locksDir := ws.LocksDir()
+	if e.dryRun {
+		// Nothing under the state root: locks go to a scratch folder.
+		if a.tmp, err = os.MkdirTemp("", "mcp-host-dry-run-"); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("create dry-run folder: %w", err)
+		}
+		locksDir = a.tmp
+	}
+	a.svc = &automations.Service{
+		Store:    st,
+		LocksDir: locksDir,
+		Targets:  &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Literals: runs.Literals},
+	}
+	a.close = func() {
+		st.Close()
+		if a.tmp != "" {
+			os.RemoveAll(a.tmp)
+		}
+	}
+	return a, nil
+}
+
+// triggerFlags are the flags that say when an automation fires.
+type triggerFlags struct {
+	cron, tz, every, url string
+	files                []string
+	input                string
+	overlap, missed      string
+}
+
+func (f *triggerFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.cron, "cron", "", `cron spec, five fields or a descriptor ("0 3 * * 1-5", "@daily"); may start with CRON_TZ=Zone`)
+	fl.StringVar(&f.tz, "tz", "", "IANA time zone of --cron (default: the machine's)")
+	fl.StringVar(&f.every, "every", "", "interval, measured from the previous completion (30m, 1h); with --files or --url, the poll period")
+	fl.StringArrayVar(&f.files, "files", nil, "workspace-relative glob to watch (src/**/*.go); repeat for more")
+	fl.StringVar(&f.url, "url", "", "http(s) URL to poll; a change of its body launches a run")
+	fl.StringVar(&f.input, "input", "", "input of the runs, a JSON object")
+	fl.StringVar(&f.overlap, "overlap", "", "while a run is going: skip (default), allow or buffer_one")
+	fl.StringVar(&f.missed, "missed", "", "cron slots missed while no scheduler ran: skip (default) or once")
+}
+
+func rawInput(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+func (e *env) automationsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "automations",
+		Aliases: []string{"automation"},
+		Short:   "Create, list, change and fire automations (cron, interval and monitor triggers)",
+		Long: `Automations launch runs of a target on a cron schedule, at an interval measured
+from the previous completion, or when files or an HTTP resource change.
+Automations from the on: lists of workflow files are owned by "config" and
+follow the files; the ones created here are owned by "cli".`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(e.autoCreateCommand(), e.autoListCommand(), e.autoShowCommand(), e.autoUpdateCommand(),
+		e.autoPauseCommand(), e.autoResumeCommand(), e.autoDeleteCommand(), e.autoTriggerCommand())
+	return cmd
+}
+
+func (e *env) autoCreateCommand() *cobra.Command {
+	var f triggerFlags
+	var key, target, owner string
+	cmd := &cobra.Command{
+		Use:   "create --key K --target T (--cron EXPR [--tz ZONE] | --every DUR | --files GLOB [--every DUR] | --url URL [--every DUR])",
+		Short: "Create an automation (creating it again with the same spec is a no-op)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key == "" || target == "" {
+				return usagef("--key and --target are required")
+			}
+			if f.cron == "" && f.every == "" && len(f.files) == 0 && f.url == "" {
+				return usagef("say when it fires: --cron, --every, --files or --url")
+			}
+			a, err := e.openAutomations(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			res, err := a.svc.Create(cmd.Context(), automations.CreateParams{Owner: owner, Spec: automations.Spec{
+				Key: key, Target: target, Input: rawInput(f.input),
+				Cron: f.cron, TZ: f.tz, Every: f.every, Files: f.files, URL: f.url,
+				Overlap: f.overlap, Missed: f.missed,
+			}})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(res)
+			}
+			verb := "created"
+			if !res.Created {
+				verb = "exists (same spec)"
+			}
+			x := res.Automation
+			e.printf("%s %s (%s): %s → %s\n", verb, x.Key, x.ID, automations.Describe(x.Trigger), x.Target)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&key, "key", "", "the automation's key, unique per owner")
+	cmd.Flags().StringVar(&target, "target", "", "the workflow to run")
+	cmd.Flags().StringVar(&owner, "owner", "cli", "owner of the automation")
+	return cmd
+}
+
+func (e *env) autoListCommand() *cobra.Command {
+	var owner string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List automations with their last and next times",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := e.openAutomations(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			list, err := a.svc.List(cmd.Context(), automations.ListParams{Owner: owner})
+			if err != nil {
+				return err
+			}
+			sums := make([]automations.Summary, 0, len(list))
+			for _, x := range list {
+				sums = append(sums, automations.Summarize(x))
+			}
+			if e.json {
+				return e.printJSON(sums)
+			}
+			if len(sums) == 0 {
+				e.printf("no automations\n")
+				return nil
+			}
+			e.printSummaries(sums)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&owner, "owner", "", "only this owner's (cli, config, mcp:<client>, ...)")
+	return cmd
+}
+
+// printSummaries writes automations as a table.
+func (e *env) printSummaries(sums []automations.Summary) {
+	w := tabwriter.NewWriter(e.stdio.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "KEY\tOWNER\tTARGET\tSCHEDULE\tSTATE\tLAST\tNEXT")
+	for _, s := range sums {
+		state := "enabled"
+		if !s.Enabled {
+			state = "paused"
+		}
+		last := "-"
+		if !s.LastStart.IsZero() {
+			last = localTime(s.LastStart) + " " + s.LastStatus
+		}
+		next := "-"
+		if s.Enabled && !s.NextDue.IsZero() {
+			next = localTime(s.NextDue)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Key, s.Owner, s.Target, s.Schedule, state, last, next)
+	}
+	w.Flush()
+}
+
+func localTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}
+
+func (e *env) autoShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show <id|key>",
+		Short: "Show an automation, its history and its last fires",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := e.openAutomations(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			d, err := a.svc.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(d)
+			}
+			e.printAutomation(d.Automation)
+			if len(d.Fires) > 0 {
+				e.printf("fires (newest first):\n")
+				w := tabwriter.NewWriter(e.stdio.Out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(w, "  NOMINAL\tACTUAL\tLAG\tOUTCOME\tRUN")
+				for _, f := range d.Fires {
+					kind := ""
+					if f.Manual {
+						kind = " (manual)"
+					}
+					fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\t%s\n", localTime(f.Nominal), localTime(f.Actual), f.Lag.Round(time.Millisecond), f.Outcome, kind, f.RunID)
+				}
+				w.Flush()
+			}
+			return nil
+		},
+	}
+}
+
+func (e *env) printAutomation(x *store.Automation) {
+	st := x.State
+	e.printf("%s (%s)\n", x.Key, x.ID)
+	e.printf("  owner       %s\n", x.Owner)
+	if x.Source != "" {
+		e.printf("  source      %s\n", x.Source)
+	}
+	e.printf("  target      %s %s\n", x.Target, x.Input)
+	e.printf("  schedule    %s\n", automations.Describe(x.Trigger))
+	e.printf("  overlap     %s · missed %s\n", x.Overlap, x.Missed)
+	if x.Enabled {
+		e.printf("  state       enabled\n")
+	} else {
+		e.printf("  state       paused %s\n", x.Note)
+	}
+	e.printf("  revision    %d\n", x.Revision)
+	e.printf("  last start  %s %s\n", localTime(st.LastStart), st.LastRunID)
+	e.printf("  last finish %s %s\n", localTime(st.LastFinish), st.LastStatus)
+	e.printf("  next due    %s\n", localTime(st.NextDue))
+	e.printf("  fires %d · skipped %d · missed %d\n", st.Fires, st.Skipped, st.Missed)
+	if st.Pending != nil {
+		e.printf("  pending     launch since %s (%d attempts) %s\n", localTime(st.Pending.Since), st.Pending.Attempts, st.Pending.Error)
+	}
+	if st.LastError != "" {
+		e.printf("  last error  %s\n", st.LastError)
+	}
+}
+
+func (e *env) autoUpdateCommand() *cobra.Command {
+	var f triggerFlags
+	var target string
+	var revision int64
+	cmd := &cobra.Command{
+		Use:   "update <id|key> [--target T] [--input JSON] [--cron EXPR [--tz ZONE] | --every DUR | --files GLOB | --url URL] [--overlap P] [--missed P]",
+		Short: "Change an automation (a new trigger replaces the old one)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := automations.UpdateParams{Ref: args[0], Revision: revision, Input: rawInput(f.input)}
+			fl := cmd.Flags()
+			str := func(name string, v string) *string {
+				if fl.Changed(name) {
+					return &v
+				}
+				return nil
+			}
+			p.Target, p.Cron, p.TZ, p.Every, p.URL = str("target", target), str("cron", f.cron), str("tz", f.tz), str("every", f.every), str("url", f.url)
+			p.Overlap, p.Missed = str("overlap", f.overlap), str("missed", f.missed)
+			if fl.Changed("files") {
+				p.Files = f.files
+			}
+			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) { return svc.Update(cmd.Context(), p) })
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&target, "target", "", "the workflow to run")
+	cmd.Flags().Int64Var(&revision, "revision", 0, "refuse the change unless the automation is at this revision")
+	return cmd
+}
+
+// autoEdit opens the store, runs fn and prints the automation it returns.
+func (e *env) autoEdit(ctx context.Context, fn func(*automations.Service) (*store.Automation, error)) error {
+	a, err := e.openAutomations(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	x, err := fn(a.svc)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(x)
+	}
+	e.printAutomation(x)
+	return nil
+}
+
+func (e *env) autoPauseCommand() *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use:   "pause <id|key> [--note TEXT]",
+		Short: "Pause an automation; it fires nothing until resumed",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) {
+				return svc.Pause(cmd.Context(), args[0], note)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&note, "note", "", "why it is paused")
+	return cmd
+}
+
+func (e *env) autoResumeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume <id|key>",
+		Short: "Resume a paused automation (what it missed meanwhile is not caught up)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) {
+				return svc.Resume(cmd.Context(), args[0])
+			})
+		},
+	}
+}
+
+func (e *env) autoDeleteCommand() *cobra.Command {
+	var revision int64
+	cmd := &cobra.Command{
+		Use:   "delete <id|key>",
+		Short: "Delete an automation and its history",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := e.openAutomations(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			x, err := a.svc.Delete(cmd.Context(), automations.DeleteParams{Ref: args[0], Revision: revision})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]any{"deleted": x.ID, "key": x.Key})
+			}
+			e.printf("deleted %s (%s)\n", x.Key, x.ID)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&revision, "revision", 0, "refuse unless the automation is at this revision")
+	return cmd
+}
+
+func (e *env) autoTriggerCommand() *cobra.Command {
+	var input string
+	cmd := &cobra.Command{
+		Use:   "trigger <id|key> [--input JSON]",
+		Short: "Fire an automation now (its overlap policy applies)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := e.openAutomations(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			rep, err := a.svc.Trigger(cmd.Context(), automations.TriggerParams{Ref: args[0], Input: rawInput(input)})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(rep)
+			}
+			e.printFire(rep)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&input, "input", "", "input for this fire, a JSON object (default: the automation's)")
+	return cmd
+}
+
+func (e *env) printFire(r *automations.FireReport) {
+	switch r.Outcome {
+	case store.FireQueued:
+		e.printf("fired %s: run %s queued\n", r.Key, r.RunID)
+	case store.FireSkipped:
+		e.printf("fired %s: skipped, its previous run is still going (overlap skip)\n", r.Key)
+	case store.FireBuffered:
+		e.printf("fired %s: held until its previous run settles (overlap buffer_one)\n", r.Key)
+	default:
+		e.printf("fired %s: %s\n", r.Key, r.Outcome)
+	}
+}
+
+// rollSkip is roll's JSON when nothing fired.
+type rollSkip struct {
+	Skipped string `json:"skipped"`
+	PID     int    `json:"pid,omitempty"`
+}
+
+func (e *env) rollCommand() *cobra.Command {
+	var input string
+	cmd := &cobra.Command{
+		Use:   "roll <key-or-target> [--input JSON]",
+		Short: "Fire an automation now, or run a target once (for cron, launchd or systemd timers)",
+		Long: `roll fires the automation with this key now, under locks/schedule:<key>,
+records it in the automation's history and prints the result as JSON. When
+another process holds that lock it prints "skipped: held by pid N" and exits 0.
+A name that is not an automation key but a workflow runs that workflow once,
+attached, and exits 0 when it succeeded.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := e.openAutomations(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			rep, err := a.svc.Roll(ctx, automations.TriggerParams{Ref: args[0], Input: rawInput(input)})
+			var held *locks.HeldError
+			switch {
+			case errors.As(err, &held):
+				msg := "held by another process"
+				if held.Holder.PID != 0 {
+					msg = fmt.Sprintf("held by pid %d", held.Holder.PID)
+				}
+				if e.json {
+					return e.printJSON(rollSkip{Skipped: msg, PID: held.Holder.PID})
+				}
+				e.printf("skipped: %s\n", msg)
+				return nil
+			case errors.Is(err, store.ErrPaused):
+				if e.json {
+					return e.printJSON(rollSkip{Skipped: err.Error()})
+				}
+				e.printf("skipped: %v\n", err)
+				return nil
+			case errors.Is(err, store.ErrNotFound):
+				return e.rollTarget(ctx, a, args[0], rawInput(input))
+			case err != nil:
+				return err
+			}
+			return e.printJSON(rep)
+		},
+	}
+	cmd.Flags().StringVar(&input, "input", "", "input for this fire or run, a JSON object")
+	return cmd
+}
+
+// rollTarget runs the workflow name once in this process, attached: its
+// output goes to stdout (or the settled run, with --json), and the command
+// fails when the run does not succeed.
+func (e *env) rollTarget(ctx context.Context, a *autoEnv, name string, input json.RawMessage) error {
+	if _, err := workflows.Load(a.ws.WorkflowsDir(), name); err != nil {
+		var nf *workflows.NotFoundError
+		if errors.As(err, &nf) {
+			return fmt.Errorf("no workflow or automation named %q", name)
+		}
+		return err
+	}
+	eng, err := runs.New(runs.Options{Store: a.st, Workspace: a.ws, InMemory: e.dryRun, Logger: e.log})
+	if err != nil {
+		return err
+	}
+	defer eng.Stop()
+	r, err := eng.Launch(ctx, runs.LaunchParams{Target: name, Input: input, Trigger: store.Trigger{Kind: "manual"}})
+	if err != nil {
+		return err
+	}
+	final, err := eng.Watch(ctx, r.ID, runs.WatchParams{
+		Resume: true,
+		OnRecord: func(rec runs.Record) error {
+			if !e.json && rec.Type == runs.RecordText {
+				e.printf("%s\n", strings.TrimSuffix(rec.Text, "\n"))
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if e.json {
+		if err := e.printJSON(final); err != nil {
+			return err
+		}
+	} else {
+		e.printf("run %s %s\n", final.ID, final.Status)
+	}
+	if final.Status != store.RunSucceeded {
+		msg := fmt.Errorf("run %s %s", final.ID, final.Status)
+		if final.Error != "" {
+			msg = fmt.Errorf("run %s %s: %s", final.ID, final.Status, final.Error)
+		}
+		return &exitError{code: ExitFailure, err: msg}
+	}
+	return nil
+}

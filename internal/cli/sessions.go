@@ -1,6 +1,548 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// sessionCommands: sessions.
-func (e *env) sessionCommands() []*cobra.Command { return nil }
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/cairnhq/cairn/internal/atomicfile"
+	"github.com/cairnhq/cairn/sessions"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/workspace"
+)
+
+// sessionCommands: sessions list|show|create|append|compact|delete|export|archives.
+func (e *env) sessionCommands() []*cobra.Command {
+	var lo listSessionsOptions
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "Keep agent sessions: list, show, create, append, compact, delete, export",
+		Long: `Sessions are agent conversations kept in the workspace's store. Many processes
+can append to one session at once. Compaction replaces all but the last few
+messages with a summary: the old state is archived in the store, the full
+summary is written to <state>/memory/<session-id>.md, and a preview of at most
+32 KiB replaces the old turns. The newest five archives are kept per session
+(sessions.max_archives in .cairn/config.yaml; 0 keeps all).
+
+Without a subcommand, sessions lists them.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return e.listSessions(cmd.Context(), lo) },
+	}
+	addListFlags(cmd, &lo)
+	cmd.AddCommand(e.sessionsListCommand(), e.sessionsShowCommand(), e.sessionsCreateCommand(), e.sessionsAppendCommand(),
+		e.sessionsCompactCommand(), e.sessionsDeleteCommand(), e.sessionsExportCommand(), e.sessionsArchivesCommand())
+	return []*cobra.Command{cmd}
+}
+
+// openSessions opens the workspace's store and a session manager over it.
+// write is openStore's run flag: commands that change sessions set it.
+// maxArchives, when set, overrides the configured retention target.
+func (e *env) openSessions(ctx context.Context, write bool, maxArchives *int) (*sessions.Manager, func(), error) {
+	ws, err := e.workspace()
+	if err != nil {
+		return nil, nil, err
+	}
+	if maxArchives == nil {
+		if maxArchives, err = sessionsMaxArchives(ws); err != nil {
+			return nil, nil, err
+		}
+	}
+	st, err := e.openStore(ctx, ws, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := sessions.Options{MaxArchives: maxArchives}
+	if !e.dryRun {
+		opts.MemoryDir, opts.LocksDir = ws.MemoryDir(), ws.LocksDir()
+	}
+	return sessions.New(st, opts), func() { st.Close() }, nil
+}
+
+// sessionsMaxArchives reads sessions.max_archives from the workspace's
+// .cairn/config.yaml: nil when the file or the key is absent (the default
+// applies), 0 to disable cleanup.
+func sessionsMaxArchives(ws *workspace.Workspace) (*int, error) {
+	p := filepath.Join(ws.DefsDir(), "config.yaml")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", p, err)
+	}
+	var cfg struct {
+		Sessions struct {
+			MaxArchives *int `yaml:"max_archives"`
+		} `yaml:"sessions"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if n := cfg.Sessions.MaxArchives; n != nil && *n < 0 {
+		return nil, fmt.Errorf("read config %s: sessions.max_archives is %d; use 0 (keep all) or more", p, *n)
+	}
+	return cfg.Sessions.MaxArchives, nil
+}
+
+type listSessionsOptions struct {
+	limit  int
+	cursor string
+}
+
+func addListFlags(cmd *cobra.Command, o *listSessionsOptions) {
+	cmd.Flags().IntVar(&o.limit, "limit", sessions.DefaultPageLimit, fmt.Sprintf("sessions per page (1 to %d)", sessions.MaxPageLimit))
+	cmd.Flags().StringVar(&o.cursor, "cursor", "", "continue a listing from the cursor a previous page printed")
+}
+
+func (e *env) sessionsListCommand() *cobra.Command {
+	var o listSessionsOptions
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions, newest first",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, args []string) error { return e.listSessions(cmd.Context(), o) },
+	}
+	addListFlags(cmd, &o)
+	return cmd
+}
+
+func (e *env) listSessions(ctx context.Context, o listSessionsOptions) error {
+	if o.limit < 1 || o.limit > sessions.MaxPageLimit {
+		return usagef("--limit %d: use 1 to %d", o.limit, sessions.MaxPageLimit)
+	}
+	m, done, err := e.openSessions(ctx, false, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	page, err := m.List(ctx, sessions.ListParams{Cursor: o.cursor, Limit: o.limit})
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(page)
+	}
+	if len(page.Sessions) == 0 {
+		e.printf("no sessions\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ID\tMESSAGES\tUPDATED\tTITLE\n")
+	for _, s := range page.Sessions {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", s.ID, s.MessageCount, s.UpdatedAt.Local().Format(time.DateTime), oneLineTitle(s.Title))
+	}
+	tw.Flush()
+	if page.NextCursor != "" {
+		e.printf("more: mcp-host sessions list --cursor %s\n", page.NextCursor)
+	}
+	return nil
+}
+
+func oneLineTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:60]) + "…"
+	}
+	return s
+}
+
+func (e *env) sessionsShowCommand() *cobra.Command {
+	var (
+		cursor string
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "show <session-id>",
+		Short: "Print a session as a readable transcript (--json: the session and its messages)",
+		Long: `Print a session as a readable transcript. Without --limit it prints every
+message; with --limit N (and --cursor C) one page, and the cursor of the next.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("limit") && (limit < 1 || limit > sessions.MaxPageLimit) {
+				return usagef("--limit %d: use 1 to %d", limit, sessions.MaxPageLimit)
+			}
+			ctx := cmd.Context()
+			m, done, err := e.openSessions(ctx, false, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			paged := cmd.Flags().Changed("limit") || cursor != ""
+			page, err := m.Read(ctx, sessions.ReadParams{SessionID: args[0], Cursor: cursor, Limit: limit})
+			if err != nil {
+				return err
+			}
+			for !paged && page.NextCursor != "" {
+				next, err := m.Read(ctx, sessions.ReadParams{SessionID: args[0], Cursor: page.NextCursor, Limit: sessions.MaxPageLimit})
+				if err != nil {
+					return err
+				}
+				page.Messages = append(page.Messages, next.Messages...)
+				page.NextCursor = next.NextCursor
+			}
+			if e.json {
+				return e.printJSON(page)
+			}
+			if err := sessions.Transcript(e.stdio.Out, page.Session, page.Messages); err != nil {
+				return err
+			}
+			if page.NextCursor != "" {
+				e.printf("\nmore: mcp-host sessions show %s --cursor %s\n", page.Session.ID, page.NextCursor)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this message (a cursor a previous page printed)")
+	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("print one page of at most N messages (1 to %d)", sessions.MaxPageLimit))
+	return cmd
+}
+
+func (e *env) sessionsCreateCommand() *cobra.Command {
+	var p sessions.CreateParams
+	cmd := &cobra.Command{
+		Use:   "create [session-id]",
+		Short: "Create a session (an id that exists returns that session, unchanged)",
+		Args:  rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				p.ID = args[0]
+			}
+			ctx := cmd.Context()
+			m, done, err := e.openSessions(ctx, true, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			s, created, err := m.Create(ctx, p)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]any{"session": s, "created": created})
+			}
+			if created {
+				e.printf("created session %s\n", s.ID)
+			} else {
+				e.printf("session %s already exists (%d message(s)); left unchanged\n", s.ID, s.MessageCount)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&p.Title, "title", "", "the session's title")
+	cmd.Flags().StringVar(&p.ParentID, "parent", "", "the id of the session this one belongs to")
+	return cmd
+}
+
+func (e *env) sessionsAppendCommand() *cobra.Command {
+	var role, text, file, metadata string
+	cmd := &cobra.Command{
+		Use:   "append <session-id> (--text TEXT [--role ROLE] | --file FILE)",
+		Short: "Append messages to a session, all or none",
+		Long: `Append one text message (--text, with --role user, assistant, system or tool)
+or the messages in a JSON file (--file, "-" for stdin): an array of
+{"role", "text" or "parts", "metadata", "id"} objects, where parts is an array
+of {"type": "text" | "tool_call" | "tool_result", ...}. One message may hold
+1 MiB and one append 4 MiB.`,
+		Example: `  mcp-host sessions append ses_1 --text "Summarise the build log"
+  mcp-host sessions append ses_1 --role assistant --text "Done."
+  mcp-host sessions append ses_1 --file messages.json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var msgs []sessions.MessageInput
+			switch {
+			case file != "" && (cmd.Flags().Changed("text") || cmd.Flags().Changed("role") || metadata != ""):
+				return usagef("give either --file or --text (with --role, --metadata), not both")
+			case file != "":
+				var err error
+				if msgs, err = e.readMessagesFile(file); err != nil {
+					return err
+				}
+			case cmd.Flags().Changed("text"):
+				msgs = []sessions.MessageInput{{Role: store.Role(role), Text: text, Metadata: json.RawMessage(metadata)}}
+			default:
+				return usagef("give the message with --text TEXT or --file FILE")
+			}
+			ctx := cmd.Context()
+			m, done, err := e.openSessions(ctx, true, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := m.Append(ctx, args[0], msgs)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(res)
+			}
+			first, last := res.Messages[0].Seq, res.Messages[len(res.Messages)-1].Seq
+			seqs := fmt.Sprintf("#%d", first)
+			if last != first {
+				seqs = fmt.Sprintf("#%d–#%d", first, last)
+			}
+			e.printf("appended %d message(s) to %s (%s); it holds %d\n", len(res.Messages), res.Session.ID, seqs, res.Session.MessageCount)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&role, "role", string(store.RoleUser), "with --text: user, assistant, system or tool")
+	f.StringVar(&text, "text", "", "the message's text")
+	f.StringVar(&metadata, "metadata", "", "with --text: a JSON object kept with the message")
+	f.StringVar(&file, "file", "", `a JSON array of messages ("-" reads stdin)`)
+	return cmd
+}
+
+// readMessagesFile reads a JSON array of messages (or one message).
+func (e *env) readMessagesFile(name string) ([]sessions.MessageInput, error) {
+	var r io.Reader = e.stdio.In
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("read messages: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	// More than an append may carry is refused without reading it all.
+	b, err := io.ReadAll(io.LimitReader(r, 2*sessions.MaxAppendBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read messages from %s: %w", name, err)
+	}
+	if len(b) > 2*sessions.MaxAppendBytes {
+		return nil, fmt.Errorf("read messages from %s: %w", name, &sessions.LimitError{What: "the file", Size: len(b), Limit: sessions.MaxAppendBytes, Per: "per append"})
+	}
+	trimmed := strings.TrimSpace(string(b))
+	var msgs []sessions.MessageInput
+	if strings.HasPrefix(trimmed, "{") {
+		var one sessions.MessageInput
+		err = json.Unmarshal(b, &one)
+		msgs = []sessions.MessageInput{one}
+	} else {
+		err = json.Unmarshal(b, &msgs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read messages from %s: not a JSON array of messages: %w", name, err)
+	}
+	return msgs, nil
+}
+
+func (e *env) sessionsCompactCommand() *cobra.Command {
+	var (
+		summary, summaryFile string
+		keepLast             int
+		maxArchives          int
+	)
+	cmd := &cobra.Command{
+		Use:   "compact <session-id> (--summary TEXT | --summary-file FILE)",
+		Short: "Replace all but the last messages of a session with a summary",
+		Long: `Compact a session: archive its complete state in the store, write the full
+summary to <state>/memory/<session-id>.md (staged, then atomically published),
+and replace all but the last --keep-last messages with one system message
+holding a preview of the summary (at most 32 KiB, pointing at the memory file).
+A failed or interrupted compaction changes neither the session nor the memory
+file. Afterwards archives beyond the retention target are deleted.`,
+		Example: `  mcp-host sessions compact ses_1 --summary-file summary.md
+  mcp-host sessions compact ses_1 --summary "We agreed on plan B." --keep-last 2`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case cmd.Flags().Changed("summary") == (summaryFile != ""):
+				return usagef("give the summary with exactly one of --summary TEXT or --summary-file FILE")
+			case keepLast < 0:
+				return usagef("--keep-last %d: must not be negative", keepLast)
+			case cmd.Flags().Changed("max-archives") && maxArchives < 0:
+				return usagef("--max-archives %d: use 0 (keep all) or more", maxArchives)
+			}
+			if summaryFile != "" {
+				b, err := e.readFileOrStdin(summaryFile)
+				if err != nil {
+					return fmt.Errorf("read summary: %w", err)
+				}
+				summary = string(b)
+			}
+			var override *int
+			if cmd.Flags().Changed("max-archives") {
+				override = &maxArchives
+			}
+			ctx := cmd.Context()
+			m, done, err := e.openSessions(ctx, true, override)
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := m.Compact(ctx, sessions.CompactParams{SessionID: args[0], Summary: summary, KeepLast: &keepLast})
+			if err != nil {
+				return err
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintf(e.stdio.Err, "mcp-host: warning: %s\n", w)
+			}
+			if e.json {
+				return e.printJSON(res)
+			}
+			e.printf("compacted %d message(s) of %s into a summary; it holds %d message(s)\n", res.Compacted, res.Session.ID, res.Session.MessageCount)
+			e.printf("  archive      %s\n", res.Archive.ID)
+			if res.MemoryPath != "" {
+				e.printf("  memory file  %s\n", res.MemoryPath)
+			}
+			trunc := ""
+			if res.Truncated {
+				trunc = " (truncated)"
+			}
+			e.printf("  preview      %d bytes%s\n", res.PreviewBytes, trunc)
+			if len(res.Pruned) > 0 {
+				e.printf("  pruned       %s\n", strings.Join(res.Pruned, ", "))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&summary, "summary", "", "the summary text")
+	f.StringVar(&summaryFile, "summary-file", "", `read the summary from FILE ("-" reads stdin)`)
+	f.IntVar(&keepLast, "keep-last", sessions.DefaultKeepLast, "how many of the newest messages stay after the summary")
+	f.IntVar(&maxArchives, "max-archives", 0, "complete archives kept for the session, 0 keeps all (when not given: sessions.max_archives from .cairn/config.yaml, else 5)")
+	return cmd
+}
+
+func (e *env) readFileOrStdin(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(e.stdio.In)
+	}
+	return os.ReadFile(name)
+}
+
+func (e *env) sessionsDeleteCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete <session-id>",
+		Short: "Delete a session with its messages, archives and memory file",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			m, done, err := e.openSessions(ctx, true, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := m.Delete(ctx, args[0]); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]string{"deleted": args[0]})
+			}
+			e.printf("deleted session %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (e *env) sessionsExportCommand() *cobra.Command {
+	var format, output string
+	cmd := &cobra.Command{
+		Use:   "export <session-id>",
+		Short: "Write a whole session out as JSON or Markdown",
+		Long: `Write a session with every message (and the full summary of its memory file)
+to stdout, or to --output FILE (written whole or not at all). --format json
+(the default) is machine-readable; md is a readable Markdown transcript.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != sessions.FormatJSON && format != sessions.FormatMarkdown {
+				return usagef("--format %q: use json or md", format)
+			}
+			ctx := cmd.Context()
+			m, done, err := e.openSessions(ctx, false, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			p := sessions.ExportParams{SessionID: args[0], Format: format}
+			if output == "" {
+				return m.Export(ctx, e.stdio.Out, p)
+			}
+			return writeExport(ctx, m, output, p)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", sessions.FormatJSON, "json or md")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to FILE instead of stdout")
+	return cmd
+}
+
+// writeExport streams an export into a temporary file beside path and
+// renames it into place, so path holds a whole export or is untouched.
+func writeExport(ctx context.Context, m *sessions.Manager, path string, p sessions.ExportParams) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("export to %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = m.Export(ctx, f, p); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("export to %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("export to %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("export to %s: %w", path, err)
+	}
+	return atomicfile.SyncDir(dir)
+}
+
+func (e *env) sessionsArchivesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "archives <session-id>",
+		Short: "List a session's compaction archives, newest first",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			m, done, err := e.openSessions(ctx, false, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			list, err := m.Archives(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if e.json {
+				if list == nil {
+					list = []*store.Archive{}
+				}
+				return e.printJSON(map[string]any{"archives": list})
+			}
+			if len(list) == 0 {
+				e.printf("no archives\n")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "ARCHIVE\tSTATUS\tMESSAGES\tCREATED\tERROR\n")
+			for _, a := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", a.ID, a.Status, a.MessageCount, a.CreatedAt.Local().Format(time.DateTime), a.Error)
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,7 +1,233 @@
 package memory
 
-type automationsData struct{}
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
 
-func (d *automationsData) init() {}
+	"github.com/cairnhq/cairn/store"
+)
 
-func (d *automationsData) count() int { return 0 }
+type automationsData struct {
+	byID    map[string]*store.Automation
+	fires   map[string][]*store.AutomationFire // by automation id, oldest first
+	version int64
+}
+
+func (d *automationsData) init() {
+	d.byID = make(map[string]*store.Automation)
+	d.fires = make(map[string][]*store.AutomationFire)
+}
+
+func (d *automationsData) count() int { return len(d.byID) }
+
+func (d *automationsData) byKey(owner, key string) *store.Automation {
+	for _, a := range d.byID {
+		if a.Owner == owner && a.Key == key {
+			return a
+		}
+	}
+	return nil
+}
+
+func (s *Store) CreateAutomation(ctx context.Context, a *store.Automation) error {
+	store.PrepareNew(a)
+	return s.write(ctx, "automation.create", func() error {
+		if old := s.autos.byKey(a.Owner, a.Key); old != nil {
+			return &store.AutomationExistsError{Existing: store.CloneAutomation(old)}
+		}
+		if _, ok := s.autos.byID[a.ID]; ok {
+			return fmt.Errorf("create automation %s: %w", a.ID, store.ErrExists)
+		}
+		s.autos.byID[a.ID] = store.CloneAutomation(a)
+		s.autos.version++
+		return nil
+	})
+}
+
+func (s *Store) GetAutomation(ctx context.Context, id string) (*store.Automation, error) {
+	var out *store.Automation
+	err := s.read(func() error {
+		a, ok := s.autos.byID[id]
+		if !ok {
+			return &store.NotFoundError{Kind: "automation", ID: id}
+		}
+		out = store.CloneAutomation(a)
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) ListAutomations(ctx context.Context, f store.AutomationFilter) ([]*store.Automation, error) {
+	out := []*store.Automation{}
+	err := s.read(func() error {
+		for _, a := range s.autos.byID {
+			if (f.Owner == "" || a.Owner == f.Owner) && (f.Key == "" || a.Key == f.Key) {
+				out = append(out, store.CloneAutomation(a))
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b *store.Automation) int {
+		return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Key, b.Key))
+	})
+	return out, err
+}
+
+func (s *Store) UpdateAutomation(ctx context.Context, a *store.Automation, expected int64) error {
+	now := a.UpdatedAt
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var out *store.Automation
+	err := s.write(ctx, "automation.update", func() error {
+		cur, ok := s.autos.byID[a.ID]
+		if !ok {
+			return &store.NotFoundError{Kind: "automation", ID: a.ID}
+		}
+		if cur.Revision != expected {
+			return &store.StaleError{Kind: "automation", ID: a.ID, Expected: expected, Actual: cur.Revision}
+		}
+		next := store.ApplyUpdate(cur, a, now)
+		s.autos.byID[a.ID] = next
+		s.autos.version++
+		out = store.CloneAutomation(next)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	*a = *out
+	return nil
+}
+
+func (s *Store) DeleteAutomation(ctx context.Context, id string, expected int64) error {
+	return s.write(ctx, "automation.delete", func() error {
+		cur, ok := s.autos.byID[id]
+		if !ok {
+			return &store.NotFoundError{Kind: "automation", ID: id}
+		}
+		if expected != 0 && cur.Revision != expected {
+			return &store.StaleError{Kind: "automation", ID: id, Expected: expected, Actual: cur.Revision}
+		}
+		delete(s.autos.byID, id)
+		delete(s.autos.fires, id)
+		s.autos.version++
+		return nil
+	})
+}
+
+func (s *Store) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
+	var res store.FireResult
+	err := s.write(ctx, "automation.fire", func() error {
+		a, ok := s.autos.byID[p.AutomationID]
+		if !ok {
+			return &store.NotFoundError{Kind: "automation", ID: p.AutomationID}
+		}
+		var last *store.Run
+		if r, ok := s.runs.byID[a.State.LastRunID]; ok {
+			last = r
+		}
+		nominal := p.Nominal.UTC().Truncate(time.Millisecond)
+		fires := s.autos.fires[a.ID]
+		var existing *store.AutomationFire
+		at := slices.IndexFunc(fires, func(f *store.AutomationFire) bool { return f.Nominal.Equal(nominal) })
+		if at >= 0 {
+			c := *fires[at]
+			existing = &c
+		}
+		plan, err := store.PlanFire(a, last, existing, p)
+		if err != nil {
+			return err
+		}
+		if !plan.Insert && !plan.Update {
+			res = plan.Result
+			return nil
+		}
+		if plan.QueueRun {
+			// insert copies the run; check first so nothing changes on error.
+			if _, taken := s.runs.byID[plan.Result.Run.ID]; taken {
+				return fmt.Errorf("create run %s: %w", plan.Result.Run.ID, store.ErrExists)
+			}
+			if err := s.runs.insert(plan.Result.Run); err != nil {
+				return err
+			}
+		}
+		f := *plan.Result.Fire
+		if plan.Insert {
+			fires = append(fires, &f)
+			slices.SortFunc(fires, func(x, y *store.AutomationFire) int { return x.Nominal.Compare(y.Nominal) })
+			if n := len(fires); n > store.FireHistory {
+				fires = slices.Clone(fires[n-store.FireHistory:])
+			}
+		} else {
+			fires[at] = &f
+		}
+		s.autos.fires[a.ID] = fires
+		next := store.CloneAutomation(a)
+		next.State = plan.State
+		next.State.Pending = nil
+		if plan.State.Pending != nil {
+			c := *plan.State.Pending
+			next.State.Pending = &c
+		}
+		s.autos.byID[a.ID] = next
+		res = plan.Result
+		return nil
+	})
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	if res.Fire != nil {
+		c := *res.Fire
+		res.Fire = &c
+	}
+	return res, nil
+}
+
+func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*store.Automation, error) {
+	var out *store.Automation
+	err := s.write(ctx, "automation.record", func() error {
+		a, ok := s.autos.byID[p.AutomationID]
+		if !ok {
+			return &store.NotFoundError{Kind: "automation", ID: p.AutomationID}
+		}
+		st, err := store.ApplyRecord(a, p)
+		if err != nil {
+			return err
+		}
+		next := store.CloneAutomation(a)
+		next.State = st
+		s.autos.byID[a.ID] = store.CloneAutomation(next)
+		out = next
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) ListFires(ctx context.Context, automationID string, limit int) ([]*store.AutomationFire, error) {
+	if limit <= 0 || limit > store.FireHistory {
+		limit = store.FireHistory
+	}
+	out := []*store.AutomationFire{}
+	err := s.read(func() error {
+		fires := s.autos.fires[automationID]
+		for i := len(fires) - 1; i >= 0 && len(out) < limit; i-- {
+			c := *fires[i]
+			out = append(out, &c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) AutomationsVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := s.read(func() error {
+		v = s.autos.version
+		return nil
+	})
+	return v, err
+}

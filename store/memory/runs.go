@@ -1,19 +1,27 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/store"
 )
 
 type runsData struct {
-	byID map[string]*store.Run
+	byID   map[string]*store.Run
+	ledger map[string][]*store.LedgerEntry // by run id, in seq order
 }
 
-func (d *runsData) init() { d.byID = make(map[string]*store.Run) }
+func (d *runsData) init() {
+	d.byID = make(map[string]*store.Run)
+	d.ledger = make(map[string][]*store.LedgerEntry)
+}
 
 func (d *runsData) count() int { return len(d.byID) }
 
@@ -30,6 +38,7 @@ func (d *runsData) insert(r *store.Run) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
+	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
 	r.UpdatedAt, r.Revision = now, 1
 	if len(r.Input) == 0 {
 		r.Input = json.RawMessage("{}")
@@ -58,11 +67,391 @@ func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 // cloneRun copies a run so callers never share memory with the store.
 func cloneRun(r *store.Run) *store.Run {
 	c := *r
-	c.Input = append(json.RawMessage(nil), r.Input...)
-	c.Literals = append(json.RawMessage(nil), r.Literals...)
-	c.Result = append(json.RawMessage(nil), r.Result...)
-	if len(r.Result) == 0 {
-		c.Result = nil
+	c.Input = cloneRaw(r.Input)
+	c.Literals = cloneRaw(r.Literals)
+	c.Result = cloneRaw(r.Result)
+	if r.Question != nil {
+		q := *r.Question
+		q.Choices = append([]string(nil), r.Question.Choices...)
+		c.Question = &q
 	}
 	return &c
+}
+
+func cloneRaw(m json.RawMessage) json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	return append(json.RawMessage(nil), m...)
+}
+
+func cloneEntry(e *store.LedgerEntry) *store.LedgerEntry {
+	c := *e
+	c.Detail = cloneRaw(e.Detail)
+	c.Result = cloneRaw(e.Result)
+	if e.Answer != nil {
+		a := *e.Answer
+		c.Answer = &a
+	}
+	return &c
+}
+
+func newestFirst(a, b *store.Run) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(b.ID, a.ID)
+}
+
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, store.MaxListLimit)
+	var (
+		curMS int64
+		curID string
+	)
+	if f.Cursor != "" {
+		ms, id, ok := strings.Cut(f.Cursor, ".")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil || id == "" {
+			return nil, "", fmt.Errorf("list runs: invalid cursor %q", f.Cursor)
+		}
+		curMS, curID = n, id
+	}
+	var out []*store.Run
+	err := s.read(func() error {
+		for _, r := range s.runs.byID {
+			switch {
+			case len(f.Status) > 0 && !slices.Contains(f.Status, r.Status):
+				continue
+			case f.Target != "" && r.Target != f.Target:
+				continue
+			case !f.UpdatedAfter.IsZero() && r.UpdatedAt.UnixMilli() <= f.UpdatedAfter.UnixMilli():
+				continue
+			case f.Cursor != "" && !(r.CreatedAt.UnixMilli() < curMS || r.CreatedAt.UnixMilli() == curMS && r.ID < curID):
+				continue
+			}
+			out = append(out, cloneRun(r))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	slices.SortFunc(out, newestFirst)
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = strconv.FormatInt(last.CreatedAt.UnixMilli(), 10) + "." + last.ID
+	}
+	return out, next, nil
+}
+
+func (s *Store) RunnableRuns(ctx context.Context, now time.Time, limit int) ([]*store.Run, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	var out []*store.Run
+	err := s.read(func() error {
+		for _, r := range s.runs.byID {
+			if r.Runnable(now) {
+				c := cloneRun(r)
+				c.Literals = nil
+				out = append(out, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *store.Run) int {
+		if ar, br := a.Status == store.RunRunning, b.Status == store.RunRunning; ar != br {
+			if ar {
+				return 1
+			}
+			return -1
+		}
+		return newestFirst(b, a)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (s *Store) CountPending(ctx context.Context) (int, error) {
+	n := 0
+	err := s.read(func() error {
+		for _, r := range s.runs.byID {
+			if r.Status == store.RunQueued || r.Status == store.RunRunning || r.Status == store.RunWaiting && !r.WakeAt.IsZero() {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// runWrite finds run id, lets check validate and prepare a change on a
+// copy, then stores the copy with the next revision. check must not touch
+// the store's data: only the copy it is given.
+func (s *Store) runWrite(ctx context.Context, kind, id string, check func(r *store.Run) (commit func(), err error)) (*store.Run, error) {
+	var out *store.Run
+	err := s.write(ctx, kind, func() error {
+		cur, ok := s.runs.byID[id]
+		if !ok {
+			return &store.NotFoundError{Kind: "run", ID: id}
+		}
+		r := cloneRun(cur)
+		commit, err := check(r)
+		if err != nil {
+			return err
+		}
+		r.Revision++
+		r.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
+		if commit != nil {
+			commit()
+		}
+		s.runs.byID[id] = r
+		out = cloneRun(r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func owned(r *store.Run, claim string) error {
+	if claim == "" || r.Claim != claim {
+		return store.NotOwnerError(r.ID)
+	}
+	return nil
+}
+
+func (s *Store) ClaimRun(ctx context.Context, p store.ClaimParams) (*store.Claimed, error) {
+	var prev store.Claimed
+	r, err := s.runWrite(ctx, "run.claim", p.ID, func(r *store.Run) (func(), error) {
+		if p.Claim == "" {
+			return nil, fmt.Errorf("claim run %s: empty claim token", p.ID)
+		}
+		if !r.Runnable(p.Now) {
+			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "claim"}
+		}
+		prev = store.Claimed{PrevStatus: r.Status, PrevOwnerPID: r.OwnerPID}
+		r.Status = store.RunRunning
+		r.OwnerPID, r.Claim = p.PID, p.Claim
+		r.Question, r.WakeAt = nil, time.Time{}
+		if r.StartedAt.IsZero() {
+			r.StartedAt = time.Now().UTC().Truncate(time.Millisecond)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	prev.Run = r
+	return &prev, nil
+}
+
+func (s *Store) ParkRun(ctx context.Context, p store.ParkParams) (*store.Run, error) {
+	return s.runWrite(ctx, "run.park", p.ID, func(r *store.Run) (func(), error) {
+		if err := owned(r, p.Claim); err != nil {
+			return nil, err
+		}
+		if r.Status != store.RunRunning {
+			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "park"}
+		}
+		if p.Question == nil && p.WakeAt.IsZero() {
+			return nil, fmt.Errorf("park run %s: neither a question nor a wake time", p.ID)
+		}
+		if r.CancelRequested {
+			return nil, fmt.Errorf("park run %s: %w", p.ID, store.ErrCancelRequested)
+		}
+		r.Status = store.RunWaiting
+		r.OwnerPID, r.Claim = 0, ""
+		r.Question = nil
+		if p.Question != nil {
+			q := *p.Question
+			q.Choices = append([]string(nil), p.Question.Choices...)
+			r.Question = &q
+		}
+		r.WakeAt = time.Time{}
+		if !p.WakeAt.IsZero() {
+			r.WakeAt = p.WakeAt.UTC().Truncate(time.Millisecond)
+		}
+		return nil, nil
+	})
+}
+
+func (s *Store) ReleaseRun(ctx context.Context, id, claim string) (*store.Run, error) {
+	return s.runWrite(ctx, "run.release", id, func(r *store.Run) (func(), error) {
+		if err := owned(r, claim); err != nil {
+			return nil, err
+		}
+		r.OwnerPID, r.Claim = 0, ""
+		return nil, nil
+	})
+}
+
+func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run, error) {
+	return s.runWrite(ctx, "run.settle", p.ID, func(r *store.Run) (func(), error) {
+		if err := owned(r, p.Claim); err != nil {
+			return nil, err
+		}
+		if !p.Status.Settled() {
+			return nil, fmt.Errorf("settle run %s: %q is not a final status", p.ID, p.Status)
+		}
+		if r.Status.Settled() {
+			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "settle"}
+		}
+		r.Status, r.Result, r.Error = p.Status, cloneRaw(p.Result), p.Error
+		r.Claim, r.Question, r.WakeAt = "", nil, time.Time{}
+		r.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
+		return nil, nil
+	})
+}
+
+func (s *Store) AnswerRun(ctx context.Context, p store.AnswerParams) (*store.Run, error) {
+	return s.runWrite(ctx, "run.answer", p.ID, func(r *store.Run) (func(), error) {
+		if r.Status != store.RunWaiting || r.Question == nil {
+			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "answer"}
+		}
+		if r.Question.ID != p.QuestionID {
+			return nil, fmt.Errorf("answer run %s: question %q is no longer open: %w", r.ID, p.QuestionID, store.ErrStale)
+		}
+		e := s.runs.entry(r.ID, r.Question.Step, r.Question.Position)
+		if e == nil {
+			return nil, fmt.Errorf("answer run %s: no ledger entry for step %s call %d", r.ID, r.Question.Step, r.Question.Position)
+		}
+		r.Status = store.RunRunning
+		r.Question, r.WakeAt = nil, time.Time{}
+		answer := p.Answer
+		return func() { e.Answer = &answer }, nil
+	})
+}
+
+func (s *Store) CancelRun(ctx context.Context, id, reason string) (*store.Run, error) {
+	return s.runWrite(ctx, "run.cancel", id, func(r *store.Run) (func(), error) {
+		switch r.Status {
+		case store.RunQueued, store.RunWaiting:
+			r.Status = store.RunCancelled
+			r.Error = reason
+			r.OwnerPID, r.Claim, r.Question, r.WakeAt = 0, "", nil, time.Time{}
+			r.CancelRequested = true
+			r.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
+		case store.RunRunning:
+			r.CancelRequested = true
+		default:
+			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "cancel"}
+		}
+		return nil, nil
+	})
+}
+
+// entry returns the stored ledger entry (not a copy), or nil.
+func (d *runsData) entry(runID, path string, pos int) *store.LedgerEntry {
+	for _, e := range d.ledger[runID] {
+		if e.Path == path && e.Position == pos {
+			return e
+		}
+	}
+	return nil
+}
+
+// stepWrite checks the owner and the run's status, lets change prepare
+// the new entry, then stores it and bumps the run's revision.
+func (s *Store) stepWrite(ctx context.Context, kind string, runID, claim, path string, pos int, change func(old *store.LedgerEntry) (*store.LedgerEntry, error)) (*store.LedgerEntry, error) {
+	if path == "" || pos < 1 {
+		return nil, fmt.Errorf("record step of run %s: bad call (path %q, position %d)", runID, path, pos)
+	}
+	var out *store.LedgerEntry
+	_, err := s.runWrite(ctx, kind, runID, func(r *store.Run) (func(), error) {
+		if err := owned(r, claim); err != nil {
+			return nil, err
+		}
+		if r.Status != store.RunRunning {
+			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "step"}
+		}
+		old := s.runs.entry(runID, path, pos)
+		var base *store.LedgerEntry
+		if old != nil {
+			base = cloneEntry(old)
+		}
+		e, err := change(base)
+		if err != nil {
+			return nil, err
+		}
+		out = cloneEntry(e)
+		return func() {
+			if old != nil {
+				*old = *e
+				return
+			}
+			e.Seq = int64(len(s.runs.ledger[runID]) + 1)
+			out.Seq = e.Seq
+			s.runs.ledger[runID] = append(s.runs.ledger[runID], e)
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Store) StartStep(ctx context.Context, p store.StepStart) (*store.LedgerEntry, error) {
+	return s.stepWrite(ctx, "run.step.start", p.RunID, p.Claim, p.Path, p.Position, func(e *store.LedgerEntry) (*store.LedgerEntry, error) {
+		if e == nil {
+			e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position}
+		} else if e.State == store.StepFinished {
+			return nil, fmt.Errorf("start step %s call %d of run %s: %w (it finished already)", p.Path, p.Position, p.RunID, store.ErrExists)
+		}
+		e.Kind = p.Kind
+		e.State = store.StepStarted
+		e.Starts++
+		e.Detail = cloneRaw(p.Detail)
+		e.Answer = nil
+		e.OwnerPID = p.PID
+		e.StartedAt = time.Now().UTC().Truncate(time.Millisecond)
+		return e, nil
+	})
+}
+
+func (s *Store) FinishStep(ctx context.Context, p store.StepFinish) (*store.LedgerEntry, error) {
+	return s.stepWrite(ctx, "run.step.finish", p.RunID, p.Claim, p.Path, p.Position, func(e *store.LedgerEntry) (*store.LedgerEntry, error) {
+		if e == nil {
+			e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position, Kind: p.Kind}
+		} else if e.State == store.StepFinished {
+			return nil, fmt.Errorf("finish step %s call %d of run %s: %w (its outcome is recorded)", p.Path, p.Position, p.RunID, store.ErrExists)
+		}
+		e.Kind = cmp.Or(e.Kind, p.Kind)
+		e.State = store.StepFinished
+		e.Status = p.Status
+		e.Result = cloneRaw(p.Result)
+		e.Error = p.Error
+		e.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
+		return e, nil
+	})
+}
+
+func (s *Store) Ledger(ctx context.Context, runID string) ([]*store.LedgerEntry, error) {
+	out := []*store.LedgerEntry{}
+	err := s.read(func() error {
+		if _, ok := s.runs.byID[runID]; !ok {
+			return &store.NotFoundError{Kind: "run", ID: runID}
+		}
+		for _, e := range s.runs.ledger[runID] {
+			out = append(out, cloneEntry(e))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -1,0 +1,70 @@
+package automations
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/workspace"
+)
+
+// TestFiredRunsAreExecutedByTheRunEngine wires a scheduler to the real run
+// engine: a workflow file's `every: 1s` trigger is synced, fired, executed
+// by the engine's peer loop, and the next tick is measured from the
+// recorded completion of the previous run.
+func TestFiredRunsAreExecutedByTheRunEngine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cairn", "workflows", "tick.yaml"), "name: tick\nsteps:\n  - id: a\n    exec: [\"true\"]\non:\n  - every: 1s\n")
+	ws, err := workspace.Resolve(dir, "", filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eng, err := runs.New(runs.Options{Store: st, Workspace: ws, AdoptEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Stop()
+	sched := New(Config{Store: st, LocksDir: ws.LocksDir(), Targets: &WorkflowTargets{Dir: ws.WorkflowsDir()}, Workspace: ws.Root, WorkflowsDir: ws.WorkflowsDir(), Check: 50 * time.Millisecond})
+	if err := sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Stop()
+
+	var a *store.Automation
+	waitFor(t, "two fires of tick:0", func() bool {
+		list, _ := st.ListAutomations(ctx, store.AutomationFilter{Key: "tick:0"})
+		if len(list) == 1 {
+			a = list[0]
+		}
+		return a != nil && a.State.Fires >= 2
+	})
+	fires, err := st.ListFires(ctx, a.ID, 0)
+	if err != nil || len(fires) < 2 {
+		t.Fatalf("fires %v, %v", fires, err)
+	}
+	second, first := fires[len(fires)-2], fires[len(fires)-1]
+	r1, err := st.GetRun(ctx, first.RunID)
+	if err != nil || r1.Status != store.RunSucceeded || r1.Trigger.AutomationID != a.ID || r1.FinishedAt.IsZero() {
+		t.Fatalf("first run: %+v, %v", r1, err)
+	}
+	if want := r1.FinishedAt.Add(time.Second).Truncate(time.Second); !second.Nominal.Equal(want) {
+		t.Fatalf("second fire at %v; want the first run's finish %v + 1s = %v", second.Nominal, r1.FinishedAt, want)
+	}
+}

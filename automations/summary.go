@@ -1,0 +1,69 @@
+package automations
+
+import (
+	"context"
+	"time"
+
+	"github.com/cairnhq/cairn/store"
+)
+
+// Summary is one automation as `mcp-host status` and `mcp-host list` show
+// it: what it runs, when, and when it last and next does.
+type Summary struct {
+	ID         string    `json:"id"`
+	Key        string    `json:"key"`
+	Owner      string    `json:"owner"`
+	Target     string    `json:"target"`
+	Schedule   string    `json:"schedule"` // Describe(trigger)
+	Enabled    bool      `json:"enabled"`
+	Note       string    `json:"note,omitempty"`
+	LastStart  time.Time `json:"last_start,omitzero"`
+	LastFinish time.Time `json:"last_finish,omitzero"`
+	LastStatus string    `json:"last_status,omitempty"`
+	NextDue    time.Time `json:"next_due,omitzero"`
+	Fires      int64     `json:"fires"`
+	Skipped    int64     `json:"skipped"`
+	Missed     int64     `json:"missed"`
+	LastError  string    `json:"last_error,omitempty"`
+}
+
+// Summaries lists every automation in s as a Summary, by owner then key.
+// It only reads.
+func Summaries(ctx context.Context, s store.AutomationStore) ([]Summary, error) {
+	list, err := s.ListAutomations(ctx, store.AutomationFilter{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Summary, 0, len(list))
+	for _, a := range list {
+		out = append(out, Summarize(a))
+	}
+	return out, nil
+}
+
+// Summarize makes a's Summary.
+func Summarize(a *store.Automation) Summary {
+	st := a.State
+	return Summary{
+		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Schedule: Describe(a.Trigger),
+		Enabled: a.Enabled, Note: a.Note,
+		LastStart: st.LastStart, LastFinish: st.LastFinish, LastStatus: st.LastStatus, NextDue: st.NextDue,
+		Fires: st.Fires, Skipped: st.Skipped, Missed: st.Missed, LastError: st.LastError,
+	}
+}
+
+// CountEnabled counts the enabled automations in s: a background worker
+// stays up while there is one, since it may be the only scheduler.
+func CountEnabled(ctx context.Context, s store.AutomationStore) (int, error) {
+	list, err := s.ListAutomations(ctx, store.AutomationFilter{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range list {
+		if a.Enabled {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/memory"
+)
+
+// variant says which parts of Cairn a throughput measurement uses: the
+// real thing, or a diagnostic without some part, to tell what limits it.
+type variant struct {
+	MemoryStore bool // store/memory instead of SQLite
+	NoFiles     bool // runs.Options.InMemory: journals and run locks in memory
+}
+
+// oursThroughput launches p.Jobs noop runs through runs.Engine.Launch from
+// p.Launchers goroutines, on a fresh workspace whose store runs at
+// p.Synchronous, and returns runs settled per second, counted from the
+// first launch until every run has settled. Every run must have succeeded.
+func oursThroughput(ctx context.Context, b *bench, p throughputParams) (float64, error) {
+	return oursThroughputVariant(ctx, p, variant{})
+}
+
+func oursThroughputVariant(ctx context.Context, p throughputParams, v variant) (float64, error) {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return 0, err
+	}
+	w, err := newWorkspace(ctx, p.Dir, "ws")
+	if err != nil {
+		return 0, err
+	}
+	defer w.cleanup()
+	var st store.Store
+	if v.MemoryStore {
+		st = memory.New()
+	} else if st, err = w.openStore(ctx, p.Synchronous); err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	eng, err := runs.New(runs.Options{Store: st, Workspace: w.WS, InMemory: v.NoFiles})
+	if err != nil {
+		return 0, err
+	}
+	// The peer loop runs as in any mcp-host process; launched runs are
+	// executed by their launcher's engine either way.
+	if err := eng.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer eng.Stop()
+
+	start := time.Now()
+	launchErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	for l := range p.Launchers {
+		n := p.Jobs / p.Launchers
+		if l < p.Jobs%p.Launchers {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				if _, err := eng.Launch(ctx, runs.LaunchParams{Target: "noop"}); err != nil {
+					select {
+					case launchErr <- err:
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-launchErr:
+		return 0, fmt.Errorf("launch noop: %w", err)
+	default:
+	}
+	// Every launched run is executing in this engine until it settles.
+	if err := waitFor(ctx, p.Timeout, 200*time.Microsecond, func() (bool, error) { return eng.Executing() == 0, nil }); err != nil {
+		return 0, fmt.Errorf("wait for %d runs to settle: %w", p.Jobs, err)
+	}
+	elapsed := time.Since(start)
+	ok := 0
+	for cursor := ""; ; {
+		page, next, err := st.ListRuns(ctx, store.RunFilter{Status: []store.RunStatus{store.RunSucceeded}, Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return 0, err
+		}
+		ok += len(page)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if ok != p.Jobs {
+		return 0, fmt.Errorf("%d of %d runs succeeded", ok, p.Jobs)
+	}
+	return float64(p.Jobs) / elapsed.Seconds(), nil
+}

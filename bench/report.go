@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report renders BENCHMARKS.md.
+type report struct {
+	machine machine
+	rec     *recorder
+	short   bool
+	reps    int
+	only    map[int]bool
+	elapsed time.Duration
+	command string
+}
+
+// methods says, per figure, what is measured and how.
+var methods = map[int]string{
+	1: "One-step no-op workflows launched through the public Go API (`runs`) by 16 concurrent launchers, " +
+		"each run executed to `succeeded`, on a fresh store per repetition; throughput counts from the first " +
+		"launch to the last run settled. River v0.51.2 with riversqlite does the same workload in the same " +
+		"process run, on the same disk, with the same pragmas (WAL, the same `synchronous`, busy timeout, " +
+		"immediate transactions): 16 goroutines insert no-op jobs, a no-op worker works them, and completion " +
+		"is counted from River's completion events (sent after the completion is committed). The ratio is " +
+		"computed per repetition from the two figures measured back to back.",
+	2: "The physical limit of durable commits: write 4 KiB and fsync, in a loop, in the folder that holds " +
+		"every database of this run. A commit at `synchronous=FULL` costs at least one such fsync, so " +
+		"durable transactions per second cannot exceed this; only batching many operations into one commit " +
+		"(group commit) goes beyond it in operations per second.",
+	3: "The real binary (`go build ./cmd/mcp-host`) runs `serve` over stdio; the harness speaks " +
+		"newline-delimited JSON-RPC itself: `initialize`, `notifications/initialized`, then `tools/call " +
+		"launch_run` of a one-step no-op workflow, one call at a time, measuring each call from writing the " +
+		"request to reading its response.",
+	4: "1,000 cron automations (`* * * * *`) all due at the same minute boundary; the scheduler of one " +
+		"peer fires them. Lag = time the fire was recorded (its run queued) minus the nominal time.",
+	5: "One append of one message to a session holding 10 messages, against one append to a session " +
+		"holding 100,000 messages, in the same store; the ratio of the two median times.",
+	6: "Wall time from starting `mcp-host serve` until its answer to `tools/list` (sent right after " +
+		"`initialize`) is read, on a store holding 100,000 settled runs, and on an empty one.",
+	7: "VmRSS and VmHWM from /proc/<pid>/status of `mcp-host serve` after `initialize` and `tools/list`, " +
+		"idle, with no automation and with 10,000 automations in the store.",
+	8: "A run whose only step takes long is executed by one `mcp-host` process while another peer " +
+		"(`mcp-host worker`) is up; the owner is SIGKILLed and the time until the peer has claimed the run " +
+		"(the run's owner pid in the store becomes the peer's) is measured.",
+}
+
+// perPackage lists the Go benchmarks beside the code, which give the same
+// figures without the harness.
+var perPackage = []string{
+	"go test -run '^$' -bench . -benchmem ./runs/          # launch-to-settle of a one-step no-op workflow",
+	"go test -run '^$' -bench . -benchmem ./automations/   # fire lag, 1,000 cron automations",
+	"go test -run '^$' -bench . -benchmem ./sessions/      # append at 10 vs 100,000 messages",
+	"go test -run '^$' -bench . -benchmem ./mcp/           # launch_run round trip",
+}
+
+func (r report) markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := r.machine
+	w("# Benchmarks\n\n")
+	w("<!-- Written by the bench harness (bench/). Do not edit by hand: `make bench` rewrites this file. -->\n\n")
+	mode := "full run"
+	if r.short {
+		mode = "smoke run (-short: tiny sizes, not comparable to the goals)"
+	}
+	w("Measured %s by `%s` (%s, %d repetitions per figure, %s in all). ", m.Date.Format("2006-01-02 15:04 MST"), r.command, mode, r.reps, r.elapsed.Round(time.Second))
+	w("Each value is the median of the repetitions, with the spread (min–max) across them. ")
+	w("Absolute times drift on a shared machine; ratios against River measured in the same run drift much less.\n\n")
+
+	w("## Machine\n\n| | |\n| --- | --- |\n")
+	w("| CPU | %s, %d cores |\n", orDash(m.CPU), m.Cores)
+	w("| Memory | %s |\n", orDash(m.MemTotal))
+	w("| OS | %s |\n", orDash(m.Kernel))
+	w("| Go | %s |\n", m.Go)
+	w("| Disk | %s; %s |\n", m.Disk, m.Disk.Why)
+	w("| Commit | %s |\n\n", orDash(m.Commit))
+
+	w("## Results\n\n")
+	w("| # | Figure | Median | Spread (min–max) | Goal | Verdict |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range r.figures() {
+		rows := r.rec.figRows(f.num)
+		any := false
+		for _, x := range rows {
+			if !x.Goal.set() {
+				continue
+			}
+			any = true
+			s := summarise(x.Samples)
+			w("| %d | %s: %s | %s | %s | %s | %s |\n", f.num, f.title, x.Name, formatValue(s.Median, x.Unit), spread(s, x.Unit), x.Goal.text(x.Unit), verdictCell(x.verdict()))
+		}
+		if !any {
+			v := r.rec.figVerdict(f.num)
+			head := "—"
+			if len(rows) > 0 {
+				s := summarise(rows[0].Samples)
+				head = rows[0].Name + ": " + formatValue(s.Median, rows[0].Unit)
+			}
+			w("| %d | %s | %s | | no goal | %s |\n", f.num, f.title, head, verdictCell(v))
+		}
+	}
+	w("\n")
+
+	w("## Figures\n\n")
+	for _, f := range r.figures() {
+		w("### %d. %s\n\n", f.num, f.title)
+		if t := methods[f.num]; t != "" {
+			w("%s\n\n", t)
+		}
+		r.rec.mu.Lock()
+		notes := slices.Clone(r.rec.notes[f.num])
+		errs := slices.Clone(r.rec.errs[f.num])
+		r.rec.mu.Unlock()
+		for _, n := range notes {
+			w("- %s\n", n)
+		}
+		if len(notes) > 0 {
+			w("\n")
+		}
+		rows := r.rec.figRows(f.num)
+		if len(rows) > 0 {
+			w("| Measurement | Median | Spread (min–max) | Samples | Goal | Verdict |\n| --- | --- | --- | --- | --- | --- |\n")
+			for _, x := range rows {
+				s := summarise(x.Samples)
+				w("| %s | %s | %s | %d | %s | %s |\n", x.Name, formatValue(s.Median, x.Unit), spread(s, x.Unit), s.N, x.Goal.text(x.Unit), verdictCell(x.verdict()))
+			}
+			w("\n")
+		}
+		for _, e := range errs {
+			w("**Not measured:** %s\n\n", oneLine(e))
+		}
+		switch r.rec.figVerdict(f.num) {
+		case verdictMet:
+			w("**Goal met.**\n\n")
+		case verdictMissed:
+			w("**Goal missed.** ")
+			if lim := limits[f.num]; lim != nil {
+				w("What limits it: %s\n\n", lim(r.rec))
+			} else {
+				w("What limits it: not analysed yet; profile the package benchmark (`go test -run '^$' -bench . -cpuprofile cpu.out`, then `go tool pprof -top cpu.out`).\n\n")
+			}
+		}
+	}
+
+	w("## Commands\n\n")
+	w("- `make bench` (= `cd bench && go run . -out ../BENCHMARKS.md`): every figure, rewrites this file; under 10 minutes on a 2-core machine.\n")
+	w("- `make bench-smoke` (= `cd bench && go run . -short`): every figure at tiny sizes, report on stdout, this file untouched; CI runs it so the harness can't rot.\n")
+	w("- `cd bench && go run . -only 1,2 -reps 3`: some figures only (report on stdout).\n")
+	w("- The Go benchmarks beside the code measure the same things without the harness:\n\n```sh\n")
+	for _, c := range perPackage {
+		w("%s\n", c)
+	}
+	w("```\n")
+	return b.String()
+}
+
+// figures returns the figures of this run, in number order.
+func (r report) figures() []figure {
+	var fs []figure
+	for _, f := range figures {
+		if r.only == nil || r.only[f.num] {
+			fs = append(fs, f)
+		}
+	}
+	slices.SortFunc(fs, func(a, b figure) int { return a.num - b.num })
+	return fs
+}
+
+func spread(s stats, unit string) string {
+	if s.N == 0 {
+		return "—"
+	}
+	lo := formatValue(s.Min, unit)
+	if unit != "" {
+		lo = strings.TrimSuffix(strings.TrimSuffix(lo, unit), " ")
+	}
+	return lo + " – " + formatValue(s.Max, unit)
+}
+
+func verdictCell(v verdict) string {
+	switch v {
+	case verdictMet:
+		return "met"
+	case verdictMissed:
+		return "**missed**"
+	case verdictNotMeasured:
+		return "**not measured**"
+	}
+	return "—"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > 600 {
+		s = s[:600] + "…"
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/workspace"
+)
+
+func (e *env) workerCommand() *cobra.Command {
+	var idle time.Duration
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a headless peer: execute and adopt this workspace's runs until signalled or idle",
+		Long: `Run a headless peer for the workspace: it holds locks/worker, executes
+queued runs, resumes runs whose process died and runs whose question was
+answered, and wakes runs whose durable sleep ended. At most one worker runs
+per workspace; a second one exits at once.
+
+It stops on SIGINT or SIGTERM (a step in flight is stopped and its run left
+for the next peer), or after --idle with no work (0: never). mcp-host run
+--detach and mcp-host answer start one in the background when none runs; run
+it yourself from a terminal, a systemd user unit or launchd to keep one up.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if e.dryRun {
+				return usagef("worker cannot run with --dry-run: it serves the workspace's stored runs")
+			}
+			if idle < 0 {
+				return usagef("--idle %s: must not be negative", idle)
+			}
+			ctx := cmd.Context()
+			re, err := e.openRuns(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer re.close()
+			parts := []peerPart{{Name: "runs", Start: re.eng.Start, Stop: re.eng.Stop, Busy: re.eng.Busy}}
+			return e.runWorker(ctx, re.ws, idle, parts)
+		},
+	}
+	cmd.Flags().DurationVar(&idle, "idle", 60*time.Second, "exit after this long without work (0: never)")
+	return cmd
+}
+
+// peerPart is one service a peer runs: the run engine's adoption loop,
+// and (later) the automations scheduler. Busy reports whether the part has
+// work that should keep an idle worker up.
+type peerPart struct {
+	Name  string
+	Start func(ctx context.Context) error // returns at once
+	Stop  func()                          // waits; idempotent
+	Busy  func(ctx context.Context) (bool, error)
+}
+
+// runWorker holds locks/worker and runs parts until ctx ends or, with
+// idle > 0, none of them has been busy for idle. A second worker for the
+// same workspace returns nil at once.
+func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, idle time.Duration, parts []peerPart) error {
+	lock, err := locks.TryLock(ws.LocksDir(), "worker")
+	if errors.Is(err, locks.ErrHeld) {
+		fmt.Fprintf(e.stdio.Err, "mcp-host: a worker already runs for %s (%v)\n", ws.Root, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { lock.Unlock() }()
+	for _, p := range parts {
+		defer p.Stop()
+		if err := p.Start(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", p.Name, err)
+		}
+	}
+	e.log.Info("worker started", "pid", os.Getpid(), "workspace", ws.Root, "idle", idle)
+	busy := func() bool {
+		for _, p := range parts {
+			if p.Busy == nil {
+				continue
+			}
+			b, err := p.Busy(ctx)
+			if err != nil {
+				e.log.Warn("check for work", "part", p.Name, "err", err)
+				return true
+			}
+			if b {
+				return true
+			}
+		}
+		return false
+	}
+	period := time.Second
+	if idle > 0 {
+		period = min(period, max(idle/2, 10*time.Millisecond))
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	lastBusy := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			e.log.Info("worker stopping", "pid", os.Getpid())
+			return nil
+		case <-t.C:
+		}
+		if idle <= 0 {
+			continue
+		}
+		if busy() {
+			lastBusy = time.Now()
+			continue
+		}
+		if time.Since(lastBusy) < idle {
+			continue
+		}
+		// Idle: let go of locks/worker first, then look once more, so
+		// work queued by someone who saw the lock still held is not left
+		// without a worker.
+		if err := lock.Unlock(); err != nil {
+			return err
+		}
+		if !busy() {
+			e.log.Info("worker idle; exiting", "pid", os.Getpid(), "idle", idle)
+			return nil
+		}
+		if lock, err = locks.TryLock(ws.LocksDir(), "worker"); err != nil {
+			return nil // another worker took over
+		}
+		lastBusy = time.Now()
+	}
+}

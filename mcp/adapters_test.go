@@ -1,0 +1,145 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/sessions"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/memory"
+)
+
+// TestSessionsAdapter drives the session tools against the real
+// sessions.Manager on the memory store.
+func TestSessionsAdapter(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	m := sessions.New(st, sessions.Options{MemoryDir: filepath.Join(dir, "memory"), LocksDir: filepath.Join(dir, "locks")})
+	f := setup(t, fixtureOpts{sessions: SessionsService(m)})
+
+	var cs createSessionOut
+	f.ok("create_session", map[string]any{"session_id": "chat-1", "title": "A chat"}, &cs)
+	if !cs.Created || cs.Session.Title != "A chat" {
+		t.Fatalf("create: %+v", cs)
+	}
+	var msgs []any
+	for i := range 8 {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("message %d", i)})
+	}
+	var ap appendOut
+	f.ok("append_session_messages", map[string]any{"session_id": "chat-1", "messages": msgs}, &ap)
+	if ap.Session.MessageCount != 8 || len(ap.Appended) != 8 || ap.Appended[7].Seq != 8 {
+		t.Fatalf("append: %+v", ap)
+	}
+	var page SessionRead
+	f.ok("get_session", map[string]any{"session_id": "chat-1", "limit": 5}, &page)
+	if len(page.Messages) != 5 || page.NextCursor == "" {
+		t.Fatalf("get_session page 1: %d messages, cursor %q", len(page.Messages), page.NextCursor)
+	}
+	var rest SessionRead
+	f.ok("get_session", map[string]any{"session_id": "chat-1", "cursor": page.NextCursor}, &rest)
+	if len(rest.Messages) != 3 || rest.Messages[0].Seq != 6 {
+		t.Fatalf("get_session page 2: %+v", rest.Messages)
+	}
+	var list SessionPage
+	f.ok("list_sessions", nil, &list)
+	if len(list.Sessions) != 1 {
+		t.Fatalf("list_sessions: %+v", list)
+	}
+	var comp Compaction
+	f.ok("compact_session", map[string]any{"session_id": "chat-1", "summary": "eight messages", "keep_last": 2}, &comp)
+	if comp.Compacted != 6 || comp.ArchiveID == "" || comp.Session.Compactions != 1 || comp.MemoryFile == "" {
+		t.Fatalf("compact: %+v", comp)
+	}
+	if msg := f.fails("compact_session", map[string]any{"session_id": "chat-1", "summary": "again", "keep_last": 5}); !strings.Contains(msg, "nothing to compact") {
+		t.Errorf("second compaction: %q", msg)
+	}
+	if msg := f.fails("append_session_messages", map[string]any{"session_id": "nope", "messages": []any{map[string]any{"role": "user", "content": "x"}}}); !strings.Contains(msg, "nope") {
+		t.Errorf("append to a missing session: %q", msg)
+	}
+	f.ok("delete_session", map[string]any{"session_id": "chat-1"}, nil)
+	if msg := f.fails("get_session", map[string]any{"session_id": "chat-1"}); !strings.Contains(msg, "chat-1") {
+		t.Errorf("get a deleted session: %q", msg)
+	}
+}
+
+// TestAutomationsAdapter drives the automation tools against the real
+// automations.Service on the memory store.
+func TestAutomationsAdapter(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	targets := automations.TargetsFunc(func(_ context.Context, target string, input json.RawMessage) (*store.Run, error) {
+		if target != "noop" {
+			return nil, fmt.Errorf("no workflow named %q", target)
+		}
+		if len(input) == 0 {
+			input = json.RawMessage(`{}`)
+		}
+		return &store.Run{ID: ids.New("run"), Target: target, Input: input, Literals: json.RawMessage(`{}`)}, nil
+	})
+	svc := &automations.Service{Store: st, LocksDir: t.TempDir(), Targets: targets}
+	f := setup(t, fixtureOpts{automations: AutomationsService(svc), clientName: "Cursor"})
+
+	var created createAutomationOut
+	f.ok("create_automation", map[string]any{"key": "nightly", "target": "noop", "cron": "0 3 * * 1-5", "tz": "Europe/Paris"}, &created)
+	a := created.Automation
+	if !created.Created || a.Owner != "mcp:Cursor" || a.Trigger.Kind != "cron" || !strings.Contains(a.Schedule, "Europe/Paris") {
+		t.Fatalf("create: %+v", a)
+	}
+	var again createAutomationOut
+	f.ok("create_automation", map[string]any{"key": "nightly", "target": "noop", "cron": "0 3 * * 1-5", "tz": "Europe/Paris"}, &again)
+	if again.Created || again.Automation.ID != a.ID {
+		t.Errorf("create again: %+v", again)
+	}
+	if msg := f.fails("create_automation", map[string]any{"key": "nightly", "target": "noop", "every": "5m"}); !strings.Contains(msg, "different spec") {
+		t.Errorf("create with another spec: %q", msg)
+	}
+	if msg := f.fails("create_automation", map[string]any{"key": "bad", "target": "noop", "cron": "0 0 30 2 *"}); !strings.Contains(msg, "cron") {
+		t.Errorf("create with a cron that never fires: %q", msg)
+	}
+	if msg := f.fails("create_automation", map[string]any{"key": "watch", "target": "noop", "files": []string{"../outside/*"}}); !strings.Contains(msg, "..") {
+		t.Errorf("create with a glob leaving the workspace: %q", msg)
+	}
+	f.ok("create_automation", map[string]any{"key": "watch", "target": "noop", "files": []string{"src/**/*.go"}, "every": "30s", "owner": "session-7"}, nil)
+
+	var mine, all automationsOut
+	f.ok("list_automations", nil, &mine)
+	f.ok("list_automations", map[string]any{"all": true}, &all)
+	if len(mine.Automations) != 1 || len(all.Automations) != 2 {
+		t.Fatalf("list: mine %d, all %d", len(mine.Automations), len(all.Automations))
+	}
+	var paused Automation
+	f.ok("update_automation", map[string]any{"id": a.ID, "enabled": false, "note": "on holiday"}, &paused)
+	if paused.Enabled || paused.Note != "on holiday" || paused.Revision != a.Revision+1 {
+		t.Fatalf("pause: %+v", paused)
+	}
+	if msg := f.fails("trigger_automation", map[string]any{"id": a.ID}); !strings.Contains(strings.ToLower(msg), "pause") {
+		t.Errorf("trigger a paused automation: %q", msg)
+	}
+	var changed Automation
+	f.ok("update_automation", map[string]any{"id": a.ID, "enabled": true, "every": "10m"}, &changed)
+	if !changed.Enabled || changed.Trigger.Kind != "interval" || changed.Trigger.Every != "10m" {
+		t.Fatalf("resume and change the trigger: %+v", changed.Trigger)
+	}
+	var fire Fire
+	f.ok("trigger_automation", map[string]any{"id": a.ID}, &fire)
+	if fire.Outcome != "queued" || fire.RunID == "" {
+		t.Fatalf("trigger: %+v", fire)
+	}
+	if _, err := st.GetRun(context.Background(), fire.RunID); err != nil {
+		t.Errorf("the fired run is not stored: %v", err)
+	}
+	f.ok("delete_automation", map[string]any{"id": a.ID}, nil)
+	if msg := f.fails("delete_automation", map[string]any{"id": a.ID}); !strings.Contains(msg, a.ID) {
+		t.Errorf("delete twice: %q", msg)
+	}
+}

@@ -1,0 +1,215 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/goleak"
+
+	"github.com/cairnhq/cairn/mcp/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fixture is a Server over fakes, served on in-memory pipes, with a
+// client connected and initialized.
+type fixture struct {
+	t        testing.TB
+	srv      *Server
+	runs     *fakeRuns
+	sessions *fakeSessions
+	autos    *fakeAutomations
+	client   *mcptest.Client
+	stdin    io.WriteCloser // the client's end
+	served   chan error     // ServeStdio's result
+	release  chan struct{}  // closed to unblock test_block calls
+	blocked  chan struct{}  // one value per test_block call that started
+}
+
+type fixtureOpts struct {
+	maxInFlight int
+	noInit      bool
+	clientName  string
+	// runs, sessions and automations replace the fakes when set.
+	runs        RunService
+	sessions    SessionService
+	automations AutomationService
+}
+
+func setup(t testing.TB, o fixtureOpts) *fixture {
+	t.Helper()
+	runs := newFakeRuns()
+	f := &fixture{
+		t:        t,
+		runs:     runs,
+		sessions: newFakeSessions(),
+		autos:    newFakeAutomations(runs),
+		served:   make(chan error, 1),
+		release:  make(chan struct{}),
+		blocked:  make(chan struct{}, 1000),
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	p := Params{
+		Version: "test", Runs: f.runs, Sessions: f.sessions, Automations: f.autos, Log: log,
+		MaxInFlight: o.maxInFlight, PollInterval: 20 * time.Millisecond,
+	}
+	if o.runs != nil {
+		p.Runs = o.runs
+	}
+	if o.sessions != nil {
+		p.Sessions = o.sessions
+	}
+	if o.automations != nil {
+		p.Automations = o.automations
+	}
+	f.srv = New(p)
+	f.srv.MCPServer().AddTools(f.testTools()...)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := f.srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	f.stdin = inW
+	go func() {
+		err := f.srv.ServeStdio(ctx, inR, outW)
+		outW.Close()
+		f.served <- err
+	}()
+	f.client = mcptest.New(outR, inW)
+	t.Cleanup(func() {
+		select {
+		case <-f.release:
+		default:
+			close(f.release)
+		}
+		inW.Close()
+		select {
+		case err := <-f.served:
+			f.served <- err
+		case <-time.After(30 * time.Second):
+			t.Errorf("ServeStdio did not return after stdin closed")
+		}
+		cancel()
+		f.srv.Close()
+		_ = f.client.Wait(context.Background())
+	})
+	if !o.noInit {
+		name := o.clientName
+		if name == "" {
+			name = "test client"
+		}
+		if _, err := f.client.Initialize(f.ctx(), name); err != nil {
+			t.Fatalf("initialize: %v", err)
+		}
+	}
+	return f
+}
+
+// ctx is a context for one step of a test: generous, since machines are
+// noisy; it only turns a hang into a failure.
+func (f *fixture) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	f.t.Cleanup(cancel)
+	return ctx
+}
+
+// call calls a tool and fails the test on a protocol error.
+func (f *fixture) call(name string, args any) *mcptest.ToolResult {
+	f.t.Helper()
+	r, _, err := f.client.CallTool(f.ctx(), name, args, nil)
+	if err != nil {
+		f.t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+// ok calls a tool that must succeed and decodes its structured content.
+func (f *fixture) ok(name string, args any, out any) {
+	f.t.Helper()
+	r := f.call(name, args)
+	if r.IsError {
+		f.t.Fatalf("%s(%v): isError: %s", name, args, r.Text())
+	}
+	if len(r.StructuredContent) == 0 {
+		f.t.Fatalf("%s: no structuredContent", name)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.StructuredContent, out); err != nil {
+			f.t.Fatalf("%s: decode structuredContent: %v", name, err)
+		}
+	}
+}
+
+// fails calls a tool that must fail with isError and returns its message.
+func (f *fixture) fails(name string, args any) string {
+	f.t.Helper()
+	r := f.call(name, args)
+	if !r.IsError {
+		f.t.Fatalf("%s(%v): succeeded, want isError; result %s", name, args, r.StructuredContent)
+	}
+	return r.Text()
+}
+
+func (f *fixture) mutations() int {
+	return f.runs.mutations() + f.sessions.mutations() + f.autos.mutations()
+}
+
+// testTools are tools only tests register: progress through our ordered
+// path and through mcp-go's channel, a call that blocks, a panic.
+func (f *fixture) testTools() []server.ServerTool {
+	type nIn struct {
+		N int `json:"n"`
+	}
+	nSchema := object(nil, obj{"n": integer("count", 0, 100000)})
+	out := outObject(nil, obj{"n": outInt})
+	return []server.ServerTool{
+		newTool("test_progress", "", "sends n progress notifications, then answers", nSchema, out, hints{},
+			handler(func(ctx context.Context, c *call, in nIn) (nIn, error) {
+				for i := 0; i < in.N; i++ {
+					c.Progress(ctx, float64(in.N), fmt.Sprintf("step %d", i+1))
+				}
+				return in, nil
+			})),
+		newTool("test_progress_channel", "", "sends n progress notifications through mcp-go's SendNotificationToClient", nSchema, out, hints{},
+			handler(func(ctx context.Context, c *call, in nIn) (nIn, error) {
+				srv := server.ServerFromContext(ctx)
+				for i := 0; i < in.N; i++ {
+					if err := srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": c.token, "progress": i + 1}); err != nil {
+						return in, err
+					}
+				}
+				return in, nil
+			})),
+		newTool("test_block", "", "blocks until the test releases it", object(nil, obj{}), out, hints{},
+			handler(func(ctx context.Context, c *call, _ struct{}) (nIn, error) {
+				f.blocked <- struct{}{}
+				select {
+				case <-f.release:
+					return nIn{N: 1}, nil
+				case <-ctx.Done():
+					return nIn{}, ctx.Err()
+				}
+			})),
+		newTool("test_panic", "", "panics", object(nil, obj{}), out, hints{},
+			func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				panic("boom")
+			}),
+	}
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,149 @@
+package mcp
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// HTTPPath is where the streamable HTTP endpoint is served.
+const HTTPPath = "/mcp"
+
+// HTTPOptions configure the streamable HTTP transport.
+type HTTPOptions struct {
+	// Token, when set, is the bearer token every request must carry
+	// (Authorization: Bearer <token>).
+	Token string
+}
+
+// HTTPHandler serves MCP over streamable HTTP at /mcp. It refuses
+// requests whose Origin header names anything but a loopback host (a web
+// page must not drive a local server), requests without the bearer token
+// when one is set, and bodies over MaxMessageBytes.
+func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
+	streamable := server.NewStreamableHTTPServer(s.mcp,
+		server.WithEndpointPath(HTTPPath),
+		server.WithStateful(true),
+		server.WithHeartbeatInterval(30*time.Second),
+		server.WithStreamableHTTPLogger(s.log),
+	)
+	mux := http.NewServeMux()
+	mux.Handle(HTTPPath, streamable)
+	token := []byte(o.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
+			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not a local one", origin), http.StatusForbidden)
+			return
+		}
+		if len(token) > 0 {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), token) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-host"`)
+				http.Error(w, "Unauthorized: a bearer token is required (see --token-file)", http.StatusUnauthorized)
+				return
+			}
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxMessageBytes)
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// loopbackOrigin reports whether an Origin header names a loopback host.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return loopbackHost(u.Hostname())
+}
+
+func loopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// ListenParams say where ServeHTTP listens.
+type ListenParams struct {
+	// Addr is host:port. An empty host means 127.0.0.1.
+	Addr string
+	// AllowRemote permits a non-loopback address. Without it such an
+	// address is refused.
+	AllowRemote bool
+	HTTPOptions
+	// Ready, when set, is called with the bound address once listening.
+	Ready func(addr net.Addr)
+}
+
+// ErrRemoteAddr refuses a non-loopback listen address without AllowRemote.
+var ErrRemoteAddr = errors.New("address is not a loopback one")
+
+// ResolveListenAddr applies the loopback default and refuses a remote
+// address unless allowed (and then only with a token).
+func ResolveListenAddr(p ListenParams) (string, error) {
+	host, port, err := net.SplitHostPort(p.Addr)
+	if err != nil {
+		return "", fmt.Errorf("parse listen address %q: %w (use 127.0.0.1:PORT)", p.Addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if !loopbackHost(host) {
+		if !p.AllowRemote {
+			return "", fmt.Errorf("listen on %s: %w; serve on 127.0.0.1, or pass --allow-remote with --token-file", host, ErrRemoteAddr)
+		}
+		if p.Token == "" {
+			return "", fmt.Errorf("listen on %s: a non-loopback address needs a bearer token (--token-file)", host)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// ServeHTTP serves MCP over streamable HTTP until ctx ends, then shuts the
+// listener down, giving open requests a few seconds to finish.
+func (s *Server) ServeHTTP(ctx context.Context, p ListenParams) error {
+	addr, err := ResolveListenAddr(p)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	hs := &http.Server{
+		Handler:           s.HTTPHandler(p.HTTPOptions),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	if p.Ready != nil {
+		p.Ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		_ = hs.Close()
+	}
+	<-errc
+	return nil
+}

@@ -1,0 +1,64 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// maxResourceRecords bounds how many journal records a read of the output
+// resource returns (the newest ones); read_run_output pages through all.
+const maxResourceRecords = 1000
+
+func (s *Server) addResources() {
+	s.mcp.AddResourceTemplate(
+		mcpgo.NewResourceTemplate("cairn://runs/{run_id}", "run",
+			mcpgo.WithTemplateTitle("A run"),
+			mcpgo.WithTemplateDescription("A run as JSON (the same object get_run returns). Subscribe to be told when its status or record changes, whichever process changed it."),
+			mcpgo.WithTemplateMIMEType("application/json"),
+		),
+		s.readRunResource)
+	s.mcp.AddResourceTemplate(
+		mcpgo.NewResourceTemplate("cairn://runs/{run_id}/output", "run-output",
+			mcpgo.WithTemplateTitle("A run's output journal"),
+			mcpgo.WithTemplateDescription("A run's output journal as JSON Lines, one record per line (the first 1000; read_run_output pages through all). Subscribe to be told when records are added."),
+			mcpgo.WithTemplateMIMEType("application/x-ndjson"),
+		),
+		s.readRunResource)
+}
+
+func (s *Server) readRunResource(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+	uri := req.Params.URI
+	id, output, err := parseRunURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.runs()
+	if err != nil {
+		return nil, err
+	}
+	if !output {
+		run, err := rs.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(run, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("encode run %s: %w", id, err)
+		}
+		return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+	}
+	page, err := rs.ReadOutput(ctx, ReadOutputParams{RunID: id, Limit: maxResourceRecords})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for _, r := range page.Records {
+		buf.Write(bytes.TrimSpace(r))
+		buf.WriteByte('\n')
+	}
+	return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: "application/x-ndjson", Text: buf.String()}}, nil
+}

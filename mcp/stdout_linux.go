@@ -1,0 +1,6 @@
+package mcp
+
+import "syscall"
+
+// dup2 makes newfd a copy of oldfd.
+func dup2(oldfd, newfd int) error { return syscall.Dup3(oldfd, newfd, 0) }

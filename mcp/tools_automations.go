@@ -1,0 +1,330 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func (s *Server) automations() (AutomationService, error) {
+	if s.p.Automations == nil {
+		return nil, &unavailableError{"automations"}
+	}
+	return s.p.Automations, nil
+}
+
+// OwnerPrefix starts the owner of automations created over MCP.
+const OwnerPrefix = "mcp:"
+
+// ownerFor is the owner of automations the caller creates: the explicit
+// owner when given, else mcp:<client name> with the name reduced to id
+// characters.
+func (s *Server) ownerFor(ctx context.Context, explicit string) (string, error) {
+	if explicit != "" {
+		if err := validateID("owner", "owner", explicit); err != nil {
+			return "", err
+		}
+		return explicit, nil
+	}
+	return OwnerPrefix + sanitizeName(s.clientName(ctx)), nil
+}
+
+// sanitizeName maps a client name ("Claude Code") to id characters
+// ("Claude-Code"); an empty name becomes "unknown".
+func sanitizeName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.'
+		if ok {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= maxOwnerLen-len(OwnerPrefix)-1 {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-.")
+	out = strings.ReplaceAll(out, "..", ".")
+	if out == "" {
+		return "unknown"
+	}
+	return out
+}
+
+type listAutomationsIn struct {
+	All   bool   `json:"all"`
+	Owner string `json:"owner"`
+}
+
+type automationsOut struct {
+	Owner       string        `json:"owner,omitempty"`
+	Automations []*Automation `json:"automations"`
+}
+
+func (s *Server) listAutomationsTool() server.ServerTool {
+	return newTool("list_automations", "List automations",
+		"List automations with their trigger, state and history (last start, last finish, last status, next due). By default only the ones this client created (owner mcp:<client name>); all=true lists every automation, including those declared in workflow files (owner config).",
+		object(nil, obj{
+			"all":   boolean("List every automation, whoever owns it."),
+			"owner": idArg("List this owner's automations instead of the caller's."),
+		}),
+		outObject([]string{"automations"}, obj{"owner": outString, "automations": outArray(automationSchema())}),
+		hints{readOnly: true, idempotent: true},
+		handler(func(ctx context.Context, _ *call, in listAutomationsIn) (*automationsOut, error) {
+			as, err := s.automations()
+			if err != nil {
+				return nil, err
+			}
+			owner := ""
+			if !in.All {
+				if owner, err = s.ownerFor(ctx, in.Owner); err != nil {
+					return nil, err
+				}
+			}
+			list, err := as.List(ctx, owner)
+			if err != nil {
+				return nil, err
+			}
+			if list == nil {
+				list = []*Automation{}
+			}
+			return &automationsOut{Owner: owner, Automations: list}, nil
+		}))
+}
+
+type whenIn struct {
+	Cron  *string  `json:"cron"`
+	TZ    *string  `json:"tz"`
+	Every *string  `json:"every"`
+	Files []string `json:"files"`
+	URL   *string  `json:"url"`
+}
+
+func (w whenIn) given() bool {
+	return w.Cron != nil || w.TZ != nil || w.Every != nil || w.Files != nil || w.URL != nil
+}
+
+// when checks that the trigger arguments name exactly one kind.
+func (w whenIn) when() (AutomationWhen, error) {
+	get := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return strings.TrimSpace(*p)
+	}
+	aw := AutomationWhen{Cron: get(w.Cron), TZ: get(w.TZ), Every: get(w.Every), URL: get(w.URL)}
+	for _, g := range w.Files {
+		if g = strings.TrimSpace(g); g != "" {
+			aw.Files = append(aw.Files, g)
+		}
+	}
+	kinds := 0
+	for _, set := range []bool{aw.Cron != "", len(aw.Files) > 0, aw.URL != ""} {
+		if set {
+			kinds++
+		}
+	}
+	switch {
+	case kinds > 1:
+		return aw, &ArgumentError{Name: "cron/files/url", Reason: "give only one trigger: cron, every, files or url"}
+	case kinds == 0 && aw.Every == "":
+		return aw, &ArgumentError{Name: "cron/every/files/url", Reason: `give a trigger: cron ("0 3 * * 1-5"), every ("30m"), files (["src/**/*.go"]) or url ("http://127.0.0.1:8080/health")`}
+	case aw.TZ != "" && aw.Cron == "":
+		return aw, &ArgumentError{Name: "tz", Reason: "tz applies to cron triggers only; give cron with it"}
+	case aw.Cron != "" && aw.Every != "":
+		return aw, &ArgumentError{Name: "every", Reason: "every is the interval of an every, files or url trigger, not of cron"}
+	}
+	return aw, nil
+}
+
+func triggerProps(p obj) obj {
+	p["cron"] = str(`Cron expression, 5 fields ("0 3 * * 1-5" = 03:00 on weekdays).`, maxCronLen)
+	p["tz"] = str(`IANA time zone of the cron expression ("Europe/Paris"); default: the machine's zone.`, maxTZLen)
+	p["every"] = str(`Interval ("30m", "1h"): alone, fire that long after the previous run finished; with files or url, how often to poll.`, maxEveryLen)
+	p["files"] = obj{
+		"type": "array", "description": `Workspace-relative globs to watch (["src/**/*.go"]); fires when the matched files change.`,
+		"minItems": 1, "maxItems": maxGlobs, "items": obj{"type": "string", "minLength": 1, "maxLength": maxGlobLen},
+	}
+	p["url"] = str("HTTP(S) URL to poll; fires when its body changes.", maxURLLen)
+	return p
+}
+
+func policyProps(p obj) obj {
+	p["overlap"] = enum("When a fire comes while the previous run still runs: skip (default), allow, or buffer_one.", "skip", "allow", "buffer_one")
+	p["missed"] = enum("Fires missed while no mcp-host was running: skip (default) or once (one catch-up).", "skip", "once")
+	return p
+}
+
+type createAutomationIn struct {
+	Key     string          `json:"key"`
+	Target  string          `json:"target"`
+	Input   json.RawMessage `json:"input"`
+	Owner   string          `json:"owner"`
+	Overlap string          `json:"overlap"`
+	Missed  string          `json:"missed"`
+	whenIn
+}
+
+type createAutomationOut struct {
+	Automation *Automation `json:"automation"`
+	Created    bool        `json:"created"`
+}
+
+func (s *Server) createAutomationTool() server.ServerTool {
+	return newTool("create_automation", "Create an automation",
+		"Create an automation that launches a target on a trigger: cron (with tz), every (interval after the previous completion), files (a glob, fires on change) or url (fires when the body changes). "+
+			"It is owned by this client (mcp:<client name>) unless owner is given. Creating an existing key with the same spec returns the existing automation (created=false); a different spec is an error: use update_automation. "+
+			"Automations fire only while an mcp-host process runs for this workspace.",
+		object([]string{"key", "target"}, policyProps(triggerProps(obj{
+			"key":    idArg("Your name for the automation, unique per owner."),
+			"target": idArg("Workflow to launch."),
+			"input":  openObject("Input object for each run."),
+			"owner":  idArg("Owner to record instead of mcp:<client name>."),
+		}))),
+		outObject([]string{"automation", "created"}, obj{"automation": automationSchema(), "created": outBool}),
+		hints{idempotent: true},
+		handler(func(ctx context.Context, _ *call, in createAutomationIn) (*createAutomationOut, error) {
+			as, err := s.automations()
+			if err != nil {
+				return nil, err
+			}
+			if err := validateID("automation key", "key", in.Key); err != nil {
+				return nil, err
+			}
+			if err := validateID("target name", "target", in.Target); err != nil {
+				return nil, err
+			}
+			owner, err := s.ownerFor(ctx, in.Owner)
+			if err != nil {
+				return nil, err
+			}
+			when, err := in.when()
+			if err != nil {
+				return nil, err
+			}
+			if string(in.Input) == "null" {
+				in.Input = nil
+			}
+			a, created, err := as.Create(ctx, AutomationSpec{
+				Key: in.Key, Owner: owner, Target: in.Target, Input: in.Input, When: when,
+				Overlap: in.Overlap, Missed: in.Missed,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &createAutomationOut{Automation: a, Created: created}, nil
+		}))
+}
+
+type updateAutomationIn struct {
+	ID      string          `json:"id"`
+	Target  *string         `json:"target"`
+	Input   json.RawMessage `json:"input"`
+	Overlap *string         `json:"overlap"`
+	Missed  *string         `json:"missed"`
+	Enabled *bool           `json:"enabled"`
+	Note    *string         `json:"note"`
+	whenIn
+}
+
+func (s *Server) updateAutomationTool() server.ServerTool {
+	return newTool("update_automation", "Update an automation",
+		"Change an automation: pause it (enabled=false, with a note saying why) or resume it (enabled=true), change its target, input or policies, or replace its trigger (give cron, every, files or url, as for create_automation). Fields left out stay as they are.",
+		object([]string{"id"}, policyProps(triggerProps(obj{
+			"id":      idArg("The automation's id, as list_automations shows it."),
+			"target":  idArg("New workflow to launch."),
+			"input":   openObject("New input object for each run."),
+			"enabled": boolean("false pauses the automation, true resumes it."),
+			"note":    str("Why it was paused or changed; shown in listings.", maxNoteLen),
+		}))),
+		automationSchema(),
+		hints{destructive: true, idempotent: true},
+		handler(func(ctx context.Context, _ *call, in updateAutomationIn) (*Automation, error) {
+			as, err := s.automations()
+			if err != nil {
+				return nil, err
+			}
+			if err := validateID("automation id", "id", in.ID); err != nil {
+				return nil, err
+			}
+			u := AutomationUpdate{ID: in.ID, Target: in.Target, Overlap: in.Overlap, Missed: in.Missed, Enabled: in.Enabled, Note: in.Note}
+			if in.Target != nil {
+				if err := validateID("target name", "target", *in.Target); err != nil {
+					return nil, err
+				}
+			}
+			if len(in.Input) > 0 && string(in.Input) != "null" {
+				u.Input = in.Input
+			}
+			if in.whenIn.given() {
+				when, err := in.when()
+				if err != nil {
+					return nil, err
+				}
+				u.When = &when
+			}
+			return as.Update(ctx, u)
+		}))
+}
+
+type idIn struct {
+	ID string `json:"id"`
+}
+
+func (s *Server) deleteAutomationTool() server.ServerTool {
+	return newTool("delete_automation", "Delete an automation",
+		"Delete an automation. Runs it already launched are not affected.",
+		object([]string{"id"}, obj{"id": idArg("The automation's id.")}),
+		outObject([]string{"id", "deleted"}, obj{"id": outString, "deleted": outBool}),
+		hints{destructive: true, idempotent: true},
+		handler(func(ctx context.Context, _ *call, in idIn) (*deletedOut, error) {
+			as, err := s.automations()
+			if err != nil {
+				return nil, err
+			}
+			if err := validateID("automation id", "id", in.ID); err != nil {
+				return nil, err
+			}
+			if err := as.Delete(ctx, in.ID); err != nil {
+				return nil, err
+			}
+			return &deletedOut{ID: in.ID, Deleted: true}, nil
+		}))
+}
+
+func (s *Server) triggerAutomationTool() server.ServerTool {
+	return newTool("trigger_automation", "Fire an automation now",
+		"Fire an automation now, outside its schedule, as a manual fire recorded in its history. Its overlap policy applies: while its previous run is still going the fire may be skipped or buffered (outcome says which). When a run was queued it is returned; follow it with read_run_output or get_run. Paused automations cannot be fired.",
+		object([]string{"id"}, obj{"id": idArg("The automation's id.")}),
+		outObject([]string{"automation_id", "outcome", "nominal"}, obj{
+			"automation_id": outString, "key": outString, "target": outString, "outcome": outString,
+			"nominal": outTime, "run_id": outString, "run": runSchema(),
+		}),
+		hints{destructive: true, openWorld: true},
+		handler(func(ctx context.Context, _ *call, in idIn) (*Fire, error) {
+			as, err := s.automations()
+			if err != nil {
+				return nil, err
+			}
+			if err := validateID("automation id", "id", in.ID); err != nil {
+				return nil, err
+			}
+			fire, err := as.Trigger(ctx, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			if fire.RunID != "" && fire.Run == nil && s.p.Runs != nil {
+				if run, err := s.p.Runs.Get(ctx, fire.RunID); err == nil {
+					fire.Run = run
+				}
+			}
+			s.subs.poke()
+			return fire, nil
+		}))
+}

@@ -1,0 +1,314 @@
+package runs
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/store"
+)
+
+// Record types in a journal.
+const (
+	RecordStart    = "start"    // first: run id, target, owner pid
+	RecordText     = "text"     // a line of a step's output (stream stdout or stderr)
+	RecordStep     = "step"     // step lifecycle: event started, finished, skipped, retrying, interrupted
+	RecordNote     = "note"     // engine notes: resumed by, released by, ...
+	RecordQuestion = "question" // the run parked on a question
+	RecordAnswer   = "answer"   // the question was answered
+	RecordEnd      = "end"      // last: terminal status and result or error
+)
+
+// Record is one line of a run's journal.
+type Record struct {
+	Time     time.Time       `json:"time"`
+	Type     string          `json:"type"`
+	Run      string          `json:"run,omitempty"`
+	Target   string          `json:"target,omitempty"`
+	PID      int             `json:"pid,omitempty"`
+	Step     string          `json:"step,omitempty"`
+	Attempt  int             `json:"attempt,omitempty"`
+	Event    string          `json:"event,omitempty"`
+	Stream   string          `json:"stream,omitempty"`
+	Text     string          `json:"text,omitempty"`
+	Status   string          `json:"status,omitempty"`
+	ExitCode *int            `json:"exit_code,omitempty"`
+	Question *store.Question `json:"question,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// Limits on what one record carries.
+const (
+	maxLine      = 64 << 10  // a longer output line is split into several records
+	maxEndResult = 256 << 10 // a larger result is left out of the end record
+)
+
+// journals stores run journals: files under the state dir, or memory for
+// in-memory engines.
+type journals interface {
+	// open returns an appender for run id's journal, creating it.
+	open(id string) (journalFile, error)
+	// reader returns the journal's bytes from off to its current end; a
+	// journal that does not exist yet is empty.
+	reader(id string, off int64) (io.ReadCloser, error)
+	// size is the journal's current length (0 when missing).
+	size(id string) (int64, error)
+}
+
+type journalFile interface {
+	write(line []byte) error
+	close() error
+}
+
+// fileJournals keeps journals as files in dir (the workspace's output
+// folder), 0600.
+type fileJournals struct{ dir string }
+
+func (j fileJournals) path(id string) (string, error) {
+	if err := ids.Validate("run id", id); err != nil {
+		return "", err
+	}
+	return filepath.Join(j.dir, id+".jsonl"), nil
+}
+
+func (j fileJournals) open(id string) (journalFile, error) {
+	p, err := j.path(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", p, err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", p, err)
+	}
+	return osJournal{f}, nil
+}
+
+type osJournal struct{ f *os.File }
+
+// write appends one whole line with one write(2): with O_APPEND, lines of
+// different writers never interleave.
+func (o osJournal) write(line []byte) error {
+	_, err := o.f.Write(line)
+	return err
+}
+
+func (o osJournal) close() error { return o.f.Close() }
+
+func (j fileJournals) reader(id string, off int64) (io.ReadCloser, error) {
+	p, err := j.path(id)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|noFollow, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return io.NopCloser(bytes.NewReader(nil)), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read journal %s: %w", p, err)
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read journal %s: %w", p, err)
+	}
+	return f, nil
+}
+
+func (j fileJournals) size(id string) (int64, error) {
+	p, err := j.path(id)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read journal %s: %w", p, err)
+	}
+	return fi.Size(), nil
+}
+
+// memJournals keeps journals in memory.
+type memJournals struct {
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func newMemJournals() *memJournals { return &memJournals{data: map[string][]byte{}} }
+
+func (m *memJournals) open(id string) (journalFile, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.data[id]; !ok {
+		m.data[id] = nil
+	}
+	return memJournal{m, id}, nil
+}
+
+type memJournal struct {
+	m  *memJournals
+	id string
+}
+
+func (w memJournal) write(line []byte) error {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	w.m.data[w.id] = append(w.m.data[w.id], line...)
+	return nil
+}
+
+func (w memJournal) close() error { return nil }
+
+func (m *memJournals) reader(id string, off int64) (io.ReadCloser, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.data[id]
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	return io.NopCloser(bytes.NewReader(bytes.Clone(b[off:]))), nil
+}
+
+func (m *memJournals) size(id string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(len(m.data[id])), nil
+}
+
+// journalWriter writes one execution's records. A failed write is logged
+// once and execution goes on: output is history, not state.
+type journalWriter struct {
+	e      *Engine
+	runID  string
+	mu     sync.Mutex
+	f      journalFile
+	warned bool
+}
+
+func (e *Engine) openJournal(runID string) *journalWriter {
+	w := &journalWriter{e: e, runID: runID}
+	f, err := e.journals.open(runID)
+	if err != nil {
+		e.log.Warn("open run journal", "run", runID, "err", err)
+		w.warned = true
+	}
+	w.f = f
+	return w
+}
+
+func (w *journalWriter) add(r Record) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return
+	}
+	if err := w.f.write(encodeRecord(w.e.now(), r)); err != nil && !w.warned {
+		w.warned = true
+		w.e.log.Warn("write run journal", "run", w.runID, "err", err)
+	}
+	w.e.changed(w.runID)
+}
+
+func (w *journalWriter) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f != nil {
+		if err := w.f.close(); err != nil && !w.warned {
+			w.e.log.Warn("close run journal", "run", w.runID, "err", err)
+		}
+		w.f = nil
+	}
+}
+
+// appendRecord writes one record to a run's journal from outside its
+// execution (an answer, a cancel of a parked run).
+func (e *Engine) appendRecord(runID string, r Record) {
+	w := e.openJournal(runID)
+	w.add(r)
+	w.close()
+}
+
+func encodeRecord(now time.Time, r Record) []byte {
+	if r.Time.IsZero() {
+		r.Time = now.UTC()
+	}
+	if len(r.Result) > maxEndResult {
+		r.Result = nil
+		r.Text = "the result is too large for the journal; read it from the run"
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(Record{Time: r.Time, Type: RecordNote, Text: "unencodable record: " + err.Error()})
+	}
+	return append(b, '\n')
+}
+
+// readRecords reads complete records from rd, at most limit, and returns
+// them with the number of bytes they took. An incomplete last line is left
+// for a later read.
+func readRecords(rd io.Reader, limit int) ([]Record, int64, error) {
+	br := bufio.NewReaderSize(rd, 64<<10)
+	var (
+		out      []Record
+		consumed int64
+	)
+	for len(out) < limit {
+		line, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return out, consumed, nil // partial or nothing: keep it for later
+		}
+		if err != nil {
+			return out, consumed, err
+		}
+		consumed += int64(len(line))
+		body := bytes.TrimSpace(line)
+		if len(body) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(body, &r); err != nil {
+			r = Record{Type: RecordNote, Text: "unreadable journal line: " + shorten(string(body), 200)}
+		}
+		out = append(out, r)
+	}
+	return out, consumed, nil
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// parseCursor turns a journal cursor (a byte offset) back into a number.
+func parseCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("read run output: invalid cursor %q (use the cursor a previous read returned, or none)", shorten(c, 40))
+	}
+	return n, nil
+}
