@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -23,14 +25,15 @@ type lockStatus struct {
 }
 
 type workspaceStatus struct {
-	ID        string       `json:"id"`
-	Root      string       `json:"root"`
-	Here      bool         `json:"here"`
-	LastSeen  time.Time    `json:"last_seen"`
-	Scheduler lockStatus   `json:"scheduler"`
-	Worker    lockStatus   `json:"worker"`
-	Counts    store.Counts `json:"counts"`
-	Error     string       `json:"error,omitempty"`
+	ID        string                `json:"id"`
+	Root      string                `json:"root"`
+	Here      bool                  `json:"here"`
+	LastSeen  time.Time             `json:"last_seen"`
+	Scheduler lockStatus            `json:"scheduler"`
+	Worker    lockStatus            `json:"worker"`
+	Counts    store.Counts          `json:"counts"`
+	Schedules []automations.Summary `json:"schedules"`
+	Error     string                `json:"error,omitempty"`
 }
 
 type statusReport struct {
@@ -69,6 +72,9 @@ func (e *env) statusCommand() *cobra.Command {
 				e.printf("  scheduler   %s\n", w.Scheduler.Holder)
 				e.printf("  worker      %s\n", w.Worker.Holder)
 				e.printf("  runs %d · automations %d · sessions %d\n", w.Counts.Runs, w.Counts.Automations, w.Counts.Sessions)
+				for _, a := range w.Schedules {
+					e.printf("  %s\n", scheduleLine(a))
+				}
 				if w.Error != "" {
 					e.printf("  error       %s\n", w.Error)
 				}
@@ -98,10 +104,8 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 		st := workspaceStatus{ID: info.ID, Root: info.Root, Here: info.ID == hereID, LastSeen: info.LastSeen}
 		st.Scheduler = describeLock(filepath.Join(dir, "locks"), "scheduler")
 		st.Worker = describeLock(filepath.Join(dir, "locks"), "worker")
-		if c, err := countStore(ctx, filepath.Join(dir, "state.sqlite3")); err != nil {
+		if err := readStore(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
 			st.Error = err.Error()
-		} else {
-			st.Counts = c
 		}
 		rep.Workspaces = append(rep.Workspaces, st)
 	}
@@ -122,14 +126,44 @@ func describeLock(dir, name string) lockStatus {
 	return lockStatus{Running: true, PID: h.PID, Since: h.Since, Holder: h.String()}
 }
 
-func countStore(ctx context.Context, p string) (store.Counts, error) {
+// readStore fills st's counts and schedules from a workspace's database,
+// opened read-only.
+func readStore(ctx context.Context, p string, st *workspaceStatus) error {
+	st.Schedules = []automations.Summary{}
 	if _, err := os.Lstat(p); err != nil {
-		return store.Counts{}, nil
+		return nil
 	}
 	s, err := sqlite.Open(ctx, p, sqlite.Options{ReadOnly: true})
 	if err != nil {
-		return store.Counts{}, err
+		return err
 	}
 	defer s.Close()
-	return s.Counts(ctx)
+	if st.Counts, err = s.Counts(ctx); err != nil {
+		return err
+	}
+	st.Schedules, err = automations.Summaries(ctx, s)
+	return err
+}
+
+// scheduleLine is one automation as status and list print it:
+// key, schedule, target, last and next times.
+func scheduleLine(a automations.Summary) string {
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.Local().Format(time.DateTime)
+	}
+	state := "next " + when(a.NextDue)
+	if !a.Enabled {
+		state = "paused"
+		if a.Note != "" {
+			state += " (" + a.Note + ")"
+		}
+	}
+	last := "last " + when(a.LastStart)
+	if a.LastStatus != "" {
+		last += " " + a.LastStatus
+	}
+	return fmt.Sprintf("%-24s %-22s → %s · %s · %s", a.Key, a.Schedule, a.Target, last, state)
 }

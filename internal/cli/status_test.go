@@ -65,6 +65,11 @@ func TestStatusPopulated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	nightly := &store.Automation{ID: "aut_1", Key: "nightly", Owner: "cli", Target: "hello", Enabled: true,
+		Trigger: store.AutomationTrigger{Kind: store.TriggerCron, Cron: "0 3 * * *", TZ: "UTC"}}
+	if err := s.CreateAutomation(ctx, nightly); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	lk, err := locks.TryLock(ws.LocksDir(), "scheduler")
 	if err != nil {
@@ -76,7 +81,7 @@ func TestStatusPopulated(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errs)
 	}
-	for _, want := range []string{ws.Root + " (here)", "id          " + ws.ID, fmt.Sprintf("scheduler   pid %d since", os.Getpid()), "worker      not running", "runs 3 · automations 0 · sessions 0"} {
+	for _, want := range []string{ws.Root + " (here)", "id          " + ws.ID, fmt.Sprintf("scheduler   pid %d since", os.Getpid()), "worker      not running", "runs 3 · automations 1 · sessions 0", "nightly", "→ hello · last never"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
@@ -87,7 +92,7 @@ func TestStatusPopulated(t *testing.T) {
 		t.Fatalf("status --json: exit %d, %s", code, out)
 	}
 	w := rep.Workspaces[0]
-	if !w.Here || w.ID != ws.ID || !w.Scheduler.Running || w.Scheduler.PID != os.Getpid() || w.Worker.Running || w.Counts.Runs != 3 {
+	if !w.Here || w.ID != ws.ID || !w.Scheduler.Running || w.Scheduler.PID != os.Getpid() || w.Worker.Running || w.Counts.Runs != 3 || len(w.Schedules) != 1 || w.Schedules[0].Key != "nightly" {
 		t.Fatalf("status --json workspace = %+v", w)
 	}
 }
