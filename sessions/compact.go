@@ -92,12 +92,8 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 	}
 
 	attempt := ids.New("arc")
-	var prep *store.CompactionResult
-	err = retryBusy(ctx, func() (err error) {
-		prep, err = m.st.PrepareCompaction(ctx, store.PrepareCompactionParams{
-			SessionID: p.SessionID, ArchiveID: attempt, KeepLast: keep, Memory: prevMemory, MaxArchives: m.maxArchives(),
-		})
-		return err
+	prep, err := m.st.PrepareCompaction(ctx, store.PrepareCompactionParams{
+		SessionID: p.SessionID, ArchiveID: attempt, KeepLast: keep, Memory: prevMemory, MaxArchives: m.maxArchives(),
 	})
 	if err != nil {
 		return nil, err
@@ -111,11 +107,8 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 			reason = "cancelled: " + reason
 		}
 		bg := context.WithoutCancel(ctx)
-		ferr := retryBusy(bg, func() error {
-			_, err := m.st.FailCompaction(bg, store.FailCompactionParams{
-				SessionID: p.SessionID, ArchiveID: attempt, Reason: reason, MaxArchives: m.maxArchives(),
-			})
-			return err
+		_, ferr := m.st.FailCompaction(bg, store.FailCompactionParams{
+			SessionID: p.SessionID, ArchiveID: attempt, Reason: reason, MaxArchives: m.maxArchives(),
 		})
 		if ferr != nil {
 			return nil, fmt.Errorf("compact session %s: %w (and settling the attempt failed: %v)", p.SessionID, cause, ferr)
@@ -149,13 +142,9 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 		"truncated":     truncated,
 		"through_seq":   prep.Archive.CutSeq,
 	}})
-	var commit *store.CompactionResult
-	err = retryBusy(ctx, func() (err error) {
-		commit, err = m.st.CommitCompaction(ctx, store.CommitCompactionParams{
-			SessionID: p.SessionID, ArchiveID: attempt, MaxArchives: m.maxArchives(),
-			Summary: &store.Message{Role: store.RoleSystem, Parts: parts, Metadata: meta},
-		})
-		return err
+	commit, err := m.st.CommitCompaction(ctx, store.CommitCompactionParams{
+		SessionID: p.SessionID, ArchiveID: attempt, MaxArchives: m.maxArchives(),
+		Summary: &store.Message{Role: store.RoleSystem, Parts: parts, Metadata: meta},
 	})
 	if err != nil {
 		var ce *store.CommitError

@@ -9,7 +9,9 @@
 // update of the session row and one insert per message. It costs the same
 // at the ten-thousandth message as at the first (see BENCHMARKS.md), and it
 // is atomic and safe from many processes at once (SQLite BEGIN IMMEDIATE
-// with a busy timeout). Limits: MaxMessageBytes per message and
+// with a busy timeout; SQLite's busy wait is not fair, so a write refused
+// as busy, which is certain not to have committed, is tried again for up
+// to a minute). Limits: MaxMessageBytes per message and
 // MaxAppendBytes per append, both refused with a *LimitError that names
 // the limit.
 //

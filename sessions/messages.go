@@ -164,11 +164,7 @@ func (m *Manager) Append(ctx context.Context, sessionID string, msgs []MessageIn
 		}
 		out[i] = msg
 	}
-	var sess *store.Session
-	err := retryBusy(ctx, func() (err error) {
-		sess, err = m.st.AppendMessages(ctx, sessionID, out)
-		return err
-	})
+	sess, err := m.st.AppendMessages(ctx, sessionID, out)
 	if err != nil {
 		return nil, err
 	}

@@ -133,10 +133,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (s *store.Session,
 		}
 	}
 	s = &store.Session{ID: p.ID, Title: p.Title, ParentID: p.ParentID}
-	err = retryBusy(ctx, func() (err error) {
-		created, err = m.st.CreateSession(ctx, s)
-		return err
-	})
+	created, err = m.st.CreateSession(ctx, s)
 	if err != nil {
 		return nil, false, err
 	}
@@ -233,7 +230,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	defer unlock()
 	// The store first: it is the truth. Files a crash leaves behind are
 	// removed by the next Create of this id or by RecoverAll.
-	if err := retryBusy(ctx, func() error { return m.st.DeleteSession(ctx, id) }); err != nil {
+	if err := m.st.DeleteSession(ctx, id); err != nil {
 		return err
 	}
 	if err := m.removeFiles(id); err != nil {

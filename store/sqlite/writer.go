@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cairnhq/cairn/store"
 )
@@ -88,7 +92,7 @@ func (s *Store) commit(batch []*writeReq) {
 	// The transaction is not tied to any caller's context: a caller that
 	// gives up must not roll back the others' work halfway through commit.
 	bg := context.Background()
-	tx, err := s.w.BeginTx(bg, nil)
+	tx, err := s.begin(bg)
 	if err != nil {
 		for i, r := range batch {
 			results[i] = &store.CommitError{OpID: r.op, Outcome: store.NotCommitted, Err: fmt.Errorf("begin: %w", err)}
@@ -132,6 +136,35 @@ func (s *Store) commit(batch []*writeReq) {
 			}
 		}
 	}
+}
+
+// beginBusyFor bounds how long begin keeps trying while other processes
+// hold the write lock.
+const beginBusyFor = time.Minute
+
+// begin starts the write transaction (BEGIN IMMEDIATE). SQLite's busy wait
+// is not fair: a process writing in a tight loop can starve a sleeping
+// waiter past busy_timeout. A busy BEGIN has done nothing, so it is safe
+// to try again with a fresh wait, for up to beginBusyFor.
+func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
+	deadline := time.Now().Add(beginBusyFor)
+	for {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return tx, err
+		}
+		time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond)
+	}
+}
+
+// isBusy reports SQLITE_BUSY or SQLITE_LOCKED (primary result codes 5, 6).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 }
 
 type abortError struct{ err error }
