@@ -17,6 +17,7 @@ import (
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/workflows"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -38,14 +39,14 @@ type Options struct {
 	// another process.
 	OnChange func(runID string)
 
-	MaxConcurrent  int           // runs executing at once that the peer loop adopts up to; default 8
-	AdoptEvery     time.Duration // peer loop period; default 1s
-	CancelPoll     time.Duration // how often an owner checks for a cancel request; default 250ms
-	KillGrace      time.Duration // SIGTERM to SIGKILL; default 5s
+	MaxConcurrent int           // runs executing at once that the peer loop adopts up to; default 8
+	AdoptEvery    time.Duration // peer loop period; default 1s
+	CancelPoll    time.Duration // how often an owner checks for a cancel request; default 250ms
+	KillGrace     time.Duration // SIGTERM to SIGKILL; default 5s
 	// StopGrace is how long Stop lets a step in flight finish before it
 	// stops it (its run is then released with the step interrupted);
 	// default 10s.
-	StopGrace time.Duration
+	StopGrace      time.Duration
 	ParkSleepsOver time.Duration // sleeps longer than this park the run; default 5s
 	OutputCap      int           // bytes of each stream kept in a step's result; default 1 MiB
 	HTTPTimeout    time.Duration // default timeout of http steps; default 60s
@@ -104,14 +105,14 @@ func New(opts Options) (*Engine, error) {
 	opts.OutputCap = cmp.Or(opts.OutputCap, 1<<20)
 	opts.HTTPTimeout = cmp.Or(opts.HTTPTimeout, 60*time.Second)
 	e := &Engine{
-		opts:    opts,
-		st:      opts.Store,
-		ws:      opts.Workspace,
-		targets: opts.Targets,
-		clk:     opts.Clock,
-		log:     opts.Logger,
-		pid:     os.Getpid(),
-		active:  map[string]*execution{},
+		opts:     opts,
+		st:       opts.Store,
+		ws:       opts.Workspace,
+		targets:  opts.Targets,
+		clk:      opts.Clock,
+		log:      opts.Logger,
+		pid:      os.Getpid(),
+		active:   map[string]*execution{},
 		notify:   make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stopping: make(chan struct{}),
@@ -223,20 +224,30 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 		return nil, fmt.Errorf("launch %s: %w", wf.Name, err)
 	}
 	e.changed(r.ID)
+	out := &Run{Run: *r, Steps: make([]Step, len(wf.Steps))}
+	out.Claim = ""
+	for i, s := range wf.Steps {
+		out.Steps[i] = Step{ID: s.ID, Kind: string(s.Kind), Status: StepPending}
+	}
 	if p.Detach {
 		e.kickLoop()
-		return &Run{Run: *r}, nil
+		return out, nil
 	}
 	claimed := *r
-	if !e.startExecution(r.ID, lock, &claimed) {
+	if !e.startExecution(r.ID, lock, &claimed, &launchedRun{wf: wf, input: input}) {
 		lock.Unlock() // stopped meanwhile: a peer adopts the run
 	}
-	out := &Run{Run: *r}
-	out.Claim = ""
 	return out, nil
 }
 
 func runLock(id string) string { return "run-" + id }
+
+// launchedRun is what Launch parsed and validated: the workflow its
+// literals hold and the validated input.
+type launchedRun struct {
+	wf    *workflows.Workflow
+	input map[string]any
+}
 
 // Get returns a run with its steps.
 func (e *Engine) Get(ctx context.Context, id string) (*Run, error) {
@@ -367,7 +378,14 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
 	}
 	e.changed(id)
 	if r.Status == store.RunCancelled {
-		e.appendRecord(id, Record{Type: RecordEnd, Status: string(store.RunCancelled), Error: r.Error})
+		w := e.openJournal(id)
+		if size, err := e.journals.size(id); err == nil && size == 0 {
+			// Cancelled before any process claimed it: the journal still
+			// starts with its start record.
+			w.add(Record{Type: RecordStart, Run: id, Target: r.Target})
+		}
+		w.add(Record{Type: RecordEnd, Status: string(store.RunCancelled), Error: r.Error})
+		w.close()
 		return e.view(ctx, r, true)
 	}
 	// Running: tell our own execution at once, or take over an orphan.
@@ -432,7 +450,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (bool, error) {
 		lock.Unlock()
 		return false, err
 	}
-	if !e.startExecution(id, lock, nil) {
+	if !e.startExecution(id, lock, nil, nil) {
 		lock.Unlock()
 		return false, ErrStopped
 	}
@@ -611,14 +629,14 @@ func containsRun(rs []*store.Run, id string) bool {
 // startExecution registers and starts an execution of run id, which the
 // caller has locked; claimed, when set, is the run as Launch stored it,
 // claimed already. It reports false when the engine is stopped.
-func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run) bool {
+func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run, launched *launchedRun) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(e.base)
-	x := &execution{e: e, id: id, lock: lock, ctx: ctx, cancel: cancel, claimed: claimed}
+	x := &execution{e: e, id: id, lock: lock, ctx: ctx, cancel: cancel, claimed: claimed, launched: launched}
 	e.active[id] = x
 	e.wg.Add(1)
 	go func() {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -219,14 +222,8 @@ func TestAskAnswerAndLaterStepsSeeIt(t *testing.T) {
 	if got := stepStatuses(parked); got != "greet=succeeded confirm=waiting write=pending nap=pending" {
 		t.Fatalf("steps while parked: %s", got)
 	}
-	if te.e.Executing() != 0 {
-		// Parked runs hold no goroutine; the execution may still be
-		// unwinding, so wait for it to end rather than assert at once.
-		deadline := time.Now().Add(30 * time.Second)
-		for te.e.Executing() != 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	// Parked runs hold no goroutine (the execution may still be unwinding).
+	waitIdle(t, te.e)
 	var ae *AnswerError
 	if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: r.ID, Answer: "maybe"}); !errors.As(err, &ae) || !strings.Contains(err.Error(), `"maybe" is not one of the choices: "yes", "no"`) {
 		t.Fatalf("answer outside the choices: %v", err)
@@ -492,6 +489,7 @@ func TestStepEnvironmentAndDir(t *testing.T) {
 	te := setup(t, map[string]string{
 		"env.yaml": "steps:\n  - id: e\n    exec: [\"env\"]\n    env: {EXTRA: \"${{ run.target }}\"}\n    dir: sub\n  - id: pwd\n    exec: [\"pwd\"]\n    dir: sub\n",
 		"out.yaml": "steps:\n  - id: e\n    exec: [\"true\"]\n    dir: link\n",
+		"fds.yaml": "steps:\n  - id: fds\n    shell: 'for f in /proc/$$/fd/*; do readlink \"$f\" || true; done'\n",
 	})
 	if err := os.Mkdir(te.path("sub"), 0o700); err != nil {
 		t.Fatal(err)
@@ -518,6 +516,18 @@ func TestStepEnvironmentAndDir(t *testing.T) {
 	}
 	if got := strings.TrimSpace(decodeRecord(l[1].Result).Stdout); got != te.path("sub") {
 		t.Fatalf("pwd = %q, want %q", got, te.path("sub"))
+	}
+	// The step inherits nothing of ours: no lock file, no database, no
+	// journal (all are close-on-exec).
+	fds := te.wait(te.e, te.launch("fds", "").ID)
+	l, _ = te.st.Ledger(te.ctx, fds.ID)
+	if fds.Status != store.RunSucceeded {
+		t.Fatalf("fds: %s %s", fds.Status, fds.Error)
+	}
+	for _, target := range strings.Fields(decodeRecord(l[0].Result).Stdout) {
+		if strings.HasPrefix(target, te.ws.StateDir) {
+			t.Errorf("the step inherited a descriptor of %s", target)
+		}
 	}
 	out := te.wait(te.e, te.launch("out", "").ID)
 	if out.Status != store.RunFailed || !strings.Contains(out.Error, "leaves the workspace") {
@@ -693,6 +703,7 @@ func TestDurableSleepParksAndWakes(t *testing.T) {
 	if done.Status != store.RunSucceeded || done.Steps[0].Until.IsZero() {
 		t.Fatalf("after the sleep: %s %+v", done.Status, done.Steps)
 	}
+	waitIdle(t, te.e)
 	if busy, _ := te.e.Busy(te.ctx); busy {
 		t.Fatal("busy with nothing to do")
 	}
@@ -846,5 +857,118 @@ steps:
 	done := te.wait(te.e, r.ID)
 	if done.Status != store.RunSucceeded || te.read("out.txt") != "first\nsecond\n" {
 		t.Fatalf("after adoption: %s, out.txt %q", done.Status, te.read("out.txt"))
+	}
+}
+
+func TestCancelQueuedRunJournal(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"hello.yaml": helloYAML})
+	r, err := te.e.Launch(te.ctx, LaunchParams{Target: "hello", Detach: true, Trigger: store.Trigger{Kind: "automation", AutomationID: "aut_x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.RunQueued || r.OwnerPID != 0 || r.Trigger.AutomationID != "aut_x" {
+		t.Fatalf("detached launch: %+v", r.Run)
+	}
+	c, err := te.e.Cancel(te.ctx, r.ID)
+	if err != nil || c.Status != store.RunCancelled {
+		t.Fatalf("cancel: %v %v", c, err)
+	}
+	recs := te.records(te.e, r.ID)
+	if len(recs) != 2 || recs[0].Type != RecordStart || recs[0].Run != r.ID || recs[1].Type != RecordEnd || recs[1].Status != "cancelled" {
+		t.Fatalf("journal: %+v", recs)
+	}
+	// Nothing runs it later.
+	if err := te.e.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := te.e.Resume(te.ctx, r.ID); ok || err != nil {
+		t.Fatalf("Resume of a cancelled run: %v %v", ok, err)
+	}
+}
+
+// waitIdle waits until e executes nothing: an execution unwinds (journal,
+// lock) just after the store says its run settled or parked.
+func waitIdle(t *testing.T, e *Engine) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.Executing() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still executing %d runs", e.Executing())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestHTTPStep(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/echo":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"method": %q, "auth": %q, "body": %q}`, r.Method, r.Header.Get("Authorization"), body)
+		default:
+			http.Error(w, "nope", http.StatusTeapot)
+		}
+	}))
+	defer srv.Close()
+	te := setup(t, map[string]string{
+		"call.yaml": `
+input:
+  type: object
+  properties: {base: {type: string}}
+steps:
+  - id: post
+    http:
+      method: POST
+      url: "${{ input.base }}/echo?token=secret"
+      headers: {Authorization: "Bearer t"}
+      body: '{"x": 1}'
+  - id: use
+    exec: ["echo", "${{ steps.post.output.method }} ${{ steps.post.status_code }} ${{ steps.post.output.auth }}"]
+result: ${{ steps.use.stdout }}
+`,
+		"teapot.yaml": "input:\n  type: object\n  properties: {base: {type: string}}\nsteps:\n  - id: get\n    http:\n      url: \"${{ input.base }}/other\"\n",
+	})
+	in := fmt.Sprintf(`{"base": %q}`, srv.URL)
+	r := te.wait(te.e, te.launch("call", in).ID)
+	if r.Status != store.RunSucceeded || string(r.Result) != `"POST 200 Bearer t"` || r.Steps[0].StatusCode != 200 {
+		t.Fatalf("call: %s %s %s %+v", r.Status, r.Result, r.Error, r.Steps)
+	}
+	for _, rec := range te.records(te.e, r.ID) {
+		if strings.Contains(rec.Text, "secret") {
+			t.Fatalf("the journal shows the URL's query: %+v", rec)
+		}
+	}
+	bad := te.wait(te.e, te.launch("teapot", in).ID)
+	if bad.Status != store.RunFailed || !strings.Contains(bad.Error, "unexpected status 418") || bad.Steps[0].StatusCode != 418 {
+		t.Fatalf("teapot: %s %q %+v", bad.Status, bad.Error, bad.Steps)
+	}
+}
+
+func TestAskTimeoutUsesTheDefault(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{
+		"timed.yaml":  "steps:\n  - id: q\n    ask: \"Deploy?\"\n    choices: [\"yes\", \"no\"]\n    timeout: 200ms\n    default: \"no\"\nresult: ${{ steps.q.answer }}\n",
+		"strict.yaml": "steps:\n  - id: q\n    ask: \"Deploy?\"\n    timeout: 200ms\n",
+	})
+	r := te.launch("timed", "")
+	p := te.wait(te.e, r.ID)
+	if p.Status != store.RunWaiting || p.Question == nil || p.Question.Deadline.IsZero() || p.WakeAt.IsZero() {
+		t.Fatalf("parked: %+v", p.Run)
+	}
+	if err := te.e.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(te.ctx, 60*time.Second)
+	defer cancel()
+	done, err := te.e.Watch(ctx, r.ID, WatchParams{})
+	if err != nil || done.Status != store.RunSucceeded || string(done.Result) != `"no"` {
+		t.Fatalf("after the timeout: %+v %v", done, err)
+	}
+	strict, err := te.e.Watch(ctx, te.launch("strict", "").ID, WatchParams{})
+	if err != nil || strict.Status != store.RunFailed || strict.Error != "step q: no answer within 200ms" {
+		t.Fatalf("no default: %+v %v", strict, err)
 	}
 }

@@ -36,8 +36,10 @@ type execution struct {
 	lock   unlocker
 	ctx    context.Context // ends on cancel request, engine stop, or loss of the claim
 	cancel context.CancelCauseFunc
-	// claimed is the run as Launch stored it, already claimed by us.
-	claimed *store.Run
+	// claimed is the run as Launch stored it, already claimed by us, and
+	// launched what Launch parsed (the same bytes as its literals).
+	claimed  *store.Run
+	launched *launchedRun
 
 	run     *store.Run
 	claim   string
@@ -100,20 +102,24 @@ func (x *execution) execute() {
 		x.finishFlow(flowCancel)
 		return
 	}
-	var err error
-	x.wf, x.input, err = parseLiterals(c.Run.Literals)
-	if err != nil {
-		x.settle(store.RunFailed, nil, err.Error())
-		return
-	}
-	entries, err := e.st.Ledger(x.sctx(), x.id)
-	if err != nil {
-		x.finishFlow(x.storeFailed("read ledger", err))
-		return
-	}
-	x.ledger = make(map[callKey]*store.LedgerEntry, len(entries))
-	for _, en := range entries {
-		x.ledger[callKey{en.Path, en.Position}] = en
+	if l := x.launched; l != nil {
+		// Fresh from Launch: nothing in the ledger yet.
+		x.wf, x.input, x.ledger = l.wf, l.input, map[callKey]*store.LedgerEntry{}
+	} else {
+		var err error
+		if x.wf, x.input, err = parseLiterals(c.Run.Literals); err != nil {
+			x.settle(store.RunFailed, nil, err.Error())
+			return
+		}
+		entries, err := e.st.Ledger(x.sctx(), x.id)
+		if err != nil {
+			x.finishFlow(x.storeFailed("read ledger", err))
+			return
+		}
+		x.ledger = make(map[callKey]*store.LedgerEntry, len(entries))
+		for _, en := range entries {
+			x.ledger[callKey{en.Path, en.Position}] = en
+		}
 	}
 	x.results = make(map[string]workflows.StepResult, len(x.wf.Steps))
 	for _, st := range x.wf.Steps {

@@ -215,14 +215,15 @@ func (w *journalWriter) add(r Record) {
 		return
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.f == nil {
+		w.mu.Unlock()
 		return
 	}
 	if err := w.f.write(encodeRecord(w.e.now(), r)); err != nil && !w.warned {
 		w.warned = true
 		w.e.log.Warn("write run journal", "run", w.runID, "err", err)
 	}
+	w.mu.Unlock()
 	w.e.changed(w.runID)
 }
 

@@ -158,6 +158,14 @@ func (e *env) attached(ctx context.Context, re *runsEnv, r *runs.Run) error {
 	var answers chan string
 	if !e.json {
 		p.OnRecord = func(rec runs.Record) error { e.printRecord(r.ID, rec); return nil }
+	} else if !e.dryRun {
+		// stdout is for the final JSON; tell the person what the run waits for.
+		p.OnRecord = func(rec runs.Record) error {
+			if rec.Type == runs.RecordQuestion && rec.Question != nil {
+				fmt.Fprintf(e.stdio.Err, "mcp-host: run %s asks: %s; answer with: mcp-host answer %s <answer>\n", r.ID, rec.Question.Text, r.ID)
+			}
+			return nil
+		}
 	}
 	if e.dryRun {
 		// Nothing outside this process can answer a dry run: read answers

@@ -450,3 +450,43 @@ func TestDryRunAnswersFromStdin(t *testing.T) {
 		t.Fatalf("dry run without an answer: exit %d, want 1 (cancelled)", code)
 	}
 }
+
+func TestWorkerFiresAutomations(t *testing.T) {
+	t.Parallel()
+	c := newCLIWS(t, map[string]string{"tick.yaml": `
+on:
+  - every: 1s
+steps:
+  - id: mark
+    shell: "echo tick >> ticks.txt"
+`})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		// --idle is short: only the enabled automation keeps it up.
+		done <- Main(ctx, []string{"--state", c.state, "--workspace", c.root, "worker", "--idle", "100ms"},
+			Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errb})
+	}()
+	ticks := func() int {
+		b, _ := os.ReadFile(filepath.Join(c.root, "ticks.txt"))
+		return strings.Count(string(b), "tick\n")
+	}
+	c.waitFor("two automation fires run by the worker", func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("the worker exited (%d) while an automation was enabled: %s", code, errb.String())
+		default:
+		}
+		return ticks() >= 2
+	})
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("worker: exit %d: %s", code, errb.String())
+	}
+	code, out, _ := c.run("automations", "list", "--json")
+	if code != 0 || !strings.Contains(out, `"tick:0"`) {
+		t.Fatalf("automations list: exit %d: %s", code, out)
+	}
+}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -17,14 +19,15 @@ func (e *env) workerCommand() *cobra.Command {
 	var idle time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
-		Short: "Run a headless peer: execute and adopt this workspace's runs until signalled or idle",
+		Short: "Run a headless peer: execute and adopt this workspace's runs and fire its automations until signalled or idle",
 		Long: `Run a headless peer for the workspace: it holds locks/worker, executes
 queued runs, resumes runs whose process died and runs whose question was
-answered, and wakes runs whose durable sleep ended. At most one worker runs
-per workspace; a second one exits at once.
+answered, and wakes runs whose durable sleep ended; it also fires the
+workspace's automations whenever it holds locks/scheduler. At most one worker
+runs per workspace; a second one exits at once.
 
 It stops on SIGINT or SIGTERM (a step in flight is stopped and its run left
-for the next peer), or after --idle with no work (0: never). mcp-host run
+for the next peer), or after --idle with no work and no enabled automation (0: never). mcp-host run
 --detach and mcp-host answer start one in the background when none runs; run
 it yourself from a terminal, a systemd user unit or launchd to keep one up.`,
 		Args: noArgs,
@@ -41,7 +44,19 @@ it yourself from a terminal, a systemd user unit or launchd to keep one up.`,
 				return err
 			}
 			defer re.close()
-			parts := []peerPart{{Name: "runs", Start: re.eng.Start, Stop: re.eng.Stop, Busy: re.eng.Busy}}
+			sched := automations.New(automations.Config{
+				Store: re.st, LocksDir: re.ws.LocksDir(), Workspace: re.ws.Root, WorkflowsDir: re.ws.WorkflowsDir(), Log: e.log,
+				Targets: &automations.WorkflowTargets{Dir: re.ws.WorkflowsDir(), Literals: runs.Literals},
+			})
+			parts := []peerPart{
+				{Name: "runs", Start: re.eng.Start, Stop: re.eng.Stop, Busy: re.eng.Busy},
+				// While an automation is enabled this worker may be the
+				// only scheduler, so it stays up.
+				{Name: "scheduler", Start: sched.Start, Stop: sched.Stop, Busy: func(ctx context.Context) (bool, error) {
+					n, err := automations.CountEnabled(ctx, re.st)
+					return n > 0, err
+				}},
+			}
 			return e.runWorker(ctx, re.ws, idle, parts)
 		},
 	}
@@ -49,8 +64,8 @@ it yourself from a terminal, a systemd user unit or launchd to keep one up.`,
 	return cmd
 }
 
-// peerPart is one service a peer runs: the run engine's adoption loop,
-// and (later) the automations scheduler. Busy reports whether the part has
+// peerPart is one service a peer runs: the run engine's adoption loop
+// or the automations scheduler. Busy reports whether the part has
 // work that should keep an idle worker up.
 type peerPart struct {
 	Name  string
