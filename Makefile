@@ -2,7 +2,7 @@
 GO  ?= go
 BIN := $(CURDIR)/bin/mcp-host
 
-.PHONY: build test lint gotest e2e bench
+.PHONY: build test lint gotest e2e bench bench-smoke
 
 build:
 	$(GO) build -o $(BIN) ./cmd/mcp-host

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/cairnhq/cairn/store"
@@ -71,10 +70,9 @@ func adoptOnce(ctx context.Context, b *bench, w *benchWorkspace) (float64, error
 	if err != nil {
 		return 0, err
 	}
-	defer func() {
-		peer.cmd.Process.Signal(syscall.SIGTERM)
-		peer.stop(10 * time.Second)
-	}()
+	// The worker's own shutdown is not what this figure measures: kill it
+	// (cleanup then ends the step processes it and the owner left).
+	defer peer.kill()
 	err = waitFor(ctx, 30*time.Second, 5*time.Millisecond, func() (bool, error) {
 		if !processAlive(peer.cmd.Process.Pid) {
 			return false, fmt.Errorf("mcp-host worker exited early%s", peer.stderrTail())

@@ -142,3 +142,21 @@ func TestReportNamesEveryGoalAndVerdict(t *testing.T) {
 		}
 	}
 }
+
+func TestDetailOrder(t *testing.T) {
+	t.Parallel()
+	rows := []*row{
+		{Name: "River"},
+		{Name: "diagnostic: engine alone"},
+		{Name: "ratio", Goal: atLeast(5)},
+		{Name: "ours"},
+	}
+	var got []string
+	for _, x := range detailOrder(rows) {
+		got = append(got, x.Name)
+	}
+	want := "ratio,River,ours,diagnostic: engine alone"
+	if strings.Join(got, ",") != want {
+		t.Errorf("detailOrder = %v, want %s", got, want)
+	}
+}

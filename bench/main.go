@@ -91,6 +91,12 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
+	// Smoke figures are not comparable to the goals: never let them
+	// replace the real ones.
+	if *short && filepath.Base(*out) == "BENCHMARKS.md" {
+		fmt.Fprintln(os.Stderr, "bench: -short does not write BENCHMARKS.md (smoke sizes are not the figures); omit -out to print the report")
+		return 2
+	}
 	// Only a complete full run replaces BENCHMARKS.md by default.
 	if *out == "" && !*short && want == nil {
 		*out = filepath.Join(*repo, "BENCHMARKS.md")

@@ -260,7 +260,7 @@ func figMemory(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	b.rec.note(7, "Read %s after the handshake and tools/list, the serve idle meanwhile (it holds the scheduler lock, so it plans every automation). MB = 10^6 bytes. %d automations, each a yearly cron, seeded through the store API.", settle, n)
+	b.rec.note(7, "Read %s after the handshake and tools/list, the serve idle meanwhile (it holds the scheduler lock, so it plans every automation). MB = 10^6 bytes. %s automations, each a yearly cron, seeded through the store API.", settle, count(n))
 	for rep := range b.reps {
 		for _, c := range []struct {
 			w     *benchWorkspace

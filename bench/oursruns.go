@@ -10,6 +10,7 @@ import (
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
+	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 // variant says which parts of Cairn a throughput measurement uses: the
@@ -24,33 +25,40 @@ type variant struct {
 // p.Synchronous, and returns runs settled per second, counted from the
 // first launch until every run has settled. Every run must have succeeded.
 func oursThroughput(ctx context.Context, b *bench, p throughputParams) (float64, error) {
-	return oursThroughputVariant(ctx, p, variant{})
+	rate, ops, err := oursThroughputVariant(ctx, p, variant{})
+	if err == nil && ops > 0 {
+		b.rec.add(1, "diagnostic: store write operations per run", "", goal{}, ops)
+	}
+	return rate, err
 }
 
-func oursThroughputVariant(ctx context.Context, p throughputParams, v variant) (float64, error) {
+// oursThroughputVariant returns runs per second and, for SQLite, the
+// store write operations per run (from the operations table: every write
+// records its operation id).
+func oursThroughputVariant(ctx context.Context, p throughputParams, v variant) (rate, opsPerRun float64, err error) {
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	w, err := newWorkspace(ctx, p.Dir, "ws")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer w.cleanup()
 	var st store.Store
 	if v.MemoryStore {
 		st = memory.New()
 	} else if st, err = w.openStore(ctx, p.Synchronous); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer st.Close()
 	eng, err := runs.New(runs.Options{Store: st, Workspace: w.WS, InMemory: v.NoFiles})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The peer loop runs as in any mcp-host process; launched runs are
 	// executed by their launcher's engine either way.
 	if err := eng.Start(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer eng.Stop()
 
@@ -79,19 +87,19 @@ func oursThroughputVariant(ctx context.Context, p throughputParams, v variant) (
 	wg.Wait()
 	select {
 	case err := <-launchErr:
-		return 0, fmt.Errorf("launch noop: %w", err)
+		return 0, 0, fmt.Errorf("launch noop: %w", err)
 	default:
 	}
 	// Every launched run is executing in this engine until it settles.
 	if err := waitFor(ctx, p.Timeout, 200*time.Microsecond, func() (bool, error) { return eng.Executing() == 0, nil }); err != nil {
-		return 0, fmt.Errorf("wait for %d runs to settle: %w", p.Jobs, err)
+		return 0, 0, fmt.Errorf("wait for %d runs to settle: %w", p.Jobs, err)
 	}
 	elapsed := time.Since(start)
 	ok := 0
 	for cursor := ""; ; {
 		page, next, err := st.ListRuns(ctx, store.RunFilter{Status: []store.RunStatus{store.RunSucceeded}, Limit: 1000, Cursor: cursor})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		ok += len(page)
 		if next == "" {
@@ -100,7 +108,14 @@ func oursThroughputVariant(ctx context.Context, p throughputParams, v variant) (
 		cursor = next
 	}
 	if ok != p.Jobs {
-		return 0, fmt.Errorf("%d of %d runs succeeded", ok, p.Jobs)
+		return 0, 0, fmt.Errorf("%d of %d runs succeeded", ok, p.Jobs)
 	}
-	return float64(p.Jobs) / elapsed.Seconds(), nil
+	if sq, ok := st.(*sqlite.Store); ok {
+		var ops int
+		if err := sq.Reader().QueryRowContext(ctx, "SELECT count(*) FROM operations").Scan(&ops); err != nil {
+			return 0, 0, err
+		}
+		opsPerRun = float64(ops) / float64(p.Jobs)
+	}
+	return float64(p.Jobs) / elapsed.Seconds(), opsPerRun, nil
 }

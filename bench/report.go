@@ -49,12 +49,13 @@ var methods = map[int]string{
 }
 
 // perPackage lists the Go benchmarks beside the code, which give the same
-// figures without the harness.
+// figures without the harness (with a peer measured in the same run).
 var perPackage = []string{
-	"go test -run '^$' -bench . -benchmem ./runs/          # launch-to-settle of a one-step no-op workflow",
-	"go test -run '^$' -bench . -benchmem ./automations/   # fire lag, 1,000 cron automations",
-	"go test -run '^$' -bench . -benchmem ./sessions/      # append at 10 vs 100,000 messages",
-	"go test -run '^$' -bench . -benchmem ./mcp/           # launch_run round trip",
+	"go test -run '^$' -bench LaunchToSettle -benchtime 200x -count 3 ./runs/        # launch to settled, one run at a time; memory store as peer",
+	"go test -run '^$' -bench CronFireLag -benchtime 5x -count 3 ./automations/     # fire lag of 1,000 cron automations; memory store as peer",
+	"go test -run '^$' -bench Append -benchtime 2000x -count 3 ./sessions/          # append at 10 vs 100,000 messages",
+	"go test -run '^$' -bench LaunchRunStdio -benchtime 2000x ./mcp/e2e/            # launch_run round trip through the binary; ping as peer",
+	"go test -run '^$' -bench ToolCallStdio ./mcp/                                  # a tool call through the stdio transport, in process",
 }
 
 func (r report) markdown() string {
@@ -120,7 +121,7 @@ func (r report) markdown() string {
 		if len(notes) > 0 {
 			w("\n")
 		}
-		rows := r.rec.figRows(f.num)
+		rows := detailOrder(r.rec.figRows(f.num))
 		if len(rows) > 0 {
 			w("| Measurement | Median | Spread (min–max) | Samples | Goal | Verdict |\n| --- | --- | --- | --- | --- | --- |\n")
 			for _, x := range rows {
@@ -155,6 +156,23 @@ func (r report) markdown() string {
 	}
 	w("```\n")
 	return b.String()
+}
+
+// detailOrder puts rows with a goal first, then the other measurements,
+// then the diagnostics, each group in the order measured.
+func detailOrder(rows []*row) []*row {
+	rank := func(x *row) int {
+		switch {
+		case x.Goal.set():
+			return 0
+		case strings.HasPrefix(x.Name, "diagnostic:"):
+			return 2
+		}
+		return 1
+	}
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b *row) int { return rank(a) - rank(b) })
+	return out
 }
 
 // figures returns the figures of this run, in number order.

@@ -52,7 +52,7 @@ func figThroughput(ctx context.Context, b *bench) error {
 			dir := filepath.Join(b.disk.Dir, fmt.Sprintf("tp-diag-%d", rep))
 			q := p
 			q.Dir, q.Synchronous = dir, "FULL"
-			v, err := oursThroughputVariant(ctx, q, d.v)
+			v, _, err := oursThroughputVariant(ctx, q, d.v)
 			if err != nil {
 				return fmt.Errorf("ours, %s: %w", d.name, err)
 			}
