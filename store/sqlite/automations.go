@@ -200,7 +200,7 @@ func (s *Store) Fire(ctx context.Context, p store.FireParams) (store.FireResult,
 			return nil
 		}
 		if plan.QueueRun {
-			if err := insertRun(ctx, tx, plan.Result.Run); err != nil {
+			if err := s.insertRun(ctx, tx, plan.Result.Run); err != nil {
 				return err
 			}
 		}

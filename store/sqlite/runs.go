@@ -16,13 +16,15 @@ import (
 const runColumns = "id, target, status, input, literals, trigger, session_id, result, error, owner_pid, claim, cancel_requested, question, wake_at, revision, created_at, updated_at, started_at, finished_at"
 
 func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
-	return s.write(ctx, "run.create", func(tx *sql.Tx) error { return insertRun(ctx, tx, r) })
+	return s.write(ctx, "run.create", func(tx *sql.Tx) error { return s.insertRun(ctx, tx, r) })
 }
+
+var qInsertRun = prepared("INSERT INTO runs (" + runColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING")
 
 // insertRun adds r inside tx, filling defaults (status, revision 1,
 // timestamps). Other writes that must queue a run in the same transaction
 // (an automation's fire) call it too.
-func insertRun(ctx context.Context, tx *sql.Tx, r *store.Run) error {
+func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, r *store.Run) error {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if r.Status == "" {
 		r.Status = store.RunQueued
@@ -39,15 +41,13 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *store.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING", args...)
+	res, err := s.exec(ctx, tx, qInsertRun, args...)
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT changes()").Scan(&n); err != nil {
+	if n, err := res.RowsAffected(); err != nil {
 		return err
-	}
-	if n == 0 {
+	} else if n == 0 {
 		return fmt.Errorf("create run %s: %w", r.ID, store.ErrExists)
 	}
 	return nil

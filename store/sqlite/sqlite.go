@@ -65,6 +65,9 @@ type Store struct {
 	w    *sql.DB // the one write connection, owned by the writer goroutine
 	r    *sql.DB // query-only readers
 
+	wstmts map[string]*sql.Stmt // prepared on w; see stmt.go
+	rstmts map[string]*sql.Stmt // prepared on r
+
 	mu      sync.RWMutex // guards closing against senders on reqs
 	closing bool
 	reqs    chan *writeReq
@@ -146,6 +149,12 @@ func Open(ctx context.Context, dbPath string, opts Options) (*Store, error) {
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
 	if err := s.migrate(ctx); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return nil, err
+	}
+	if err := s.prepareAll(ctx); err != nil {
+		s.closeStatements()
 		s.w.Close()
 		s.r.Close()
 		return nil, err
@@ -278,13 +287,15 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+var qOperation = prepared("SELECT 1 FROM operations WHERE id = ?")
+
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
 // Outcome reports whether operation opID committed.
 func (s *Store) Outcome(ctx context.Context, opID string) (store.Outcome, error) {
 	var one int
-	err := s.r.QueryRowContext(ctx, "SELECT 1 FROM operations WHERE id = ?", opID).Scan(&one)
+	err := s.queryRow(ctx, qOperation, opID).Scan(&one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return store.NotCommitted, nil
@@ -361,6 +372,7 @@ func (s *Store) Close() error {
 	if s.done != nil {
 		<-s.done
 	}
+	s.closeStatements()
 	var errs []error
 	if s.w != nil {
 		errs = append(errs, s.w.Close())

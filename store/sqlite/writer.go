@@ -171,8 +171,15 @@ type abortError struct{ err error }
 
 func (e *abortError) Error() string { return e.err.Error() }
 
+var (
+	qSavepoint  = prepared("SAVEPOINT op")
+	qRollbackTo = prepared("ROLLBACK TO op")
+	qRelease    = prepared("RELEASE op")
+	qRecordOp   = prepared("INSERT INTO operations (id, kind, at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
+)
+
 func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, now int64) (err error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+	if _, err := s.exec(ctx, tx, qSavepoint); err != nil {
 		return &abortError{fmt.Errorf("savepoint: %w", err)}
 	}
 	defer func() {
@@ -180,19 +187,23 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, now int64) (
 			err = fmt.Errorf("%s: panic: %v", r.kind, p)
 		}
 		if err != nil {
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO op; RELEASE op"); rerr != nil {
+			_, rerr := s.exec(ctx, tx, qRollbackTo)
+			if rerr == nil {
+				_, rerr = s.exec(ctx, tx, qRelease)
+			}
+			if rerr != nil {
 				err = &abortError{fmt.Errorf("roll back %s: %w (after %v)", r.kind, rerr, err)}
 			}
 			return
 		}
-		if _, rerr := tx.ExecContext(ctx, "RELEASE op"); rerr != nil {
+		if _, rerr := s.exec(ctx, tx, qRelease); rerr != nil {
 			err = &abortError{fmt.Errorf("release savepoint: %w", rerr)}
 		}
 	}()
 	if err := r.fn(tx); err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO operations (id, kind, at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", r.op, r.kind, now)
+	res, err := s.exec(ctx, tx, qRecordOp, r.op, r.kind, now)
 	if err != nil {
 		return fmt.Errorf("record operation %s: %w", r.op, err)
 	}
