@@ -346,27 +346,30 @@ func (a runsAdapter) ReadOutput(ctx context.Context, p ReadOutputParams) (*Outpu
 	return page, nil
 }
 
-func (a runsAdapter) Version(ctx context.Context, id string) (string, string, error) {
+func (a runsAdapter) Version(ctx context.Context, id string) (RunVersion, error) {
 	r, err := a.p.Store.GetRun(ctx, id)
 	if err != nil {
-		return "", "", err
+		return RunVersion{}, err
 	}
-	record := fmt.Sprintf("%d/%s", r.Revision, r.Status)
+	v := RunVersion{Record: fmt.Sprintf("%d/%s", r.Revision, r.Status), Settled: r.Status.Settled()}
 	if a.p.OutputDir == "" {
 		out, err := a.p.Engine.ReadOutput(ctx, id, runs.ReadParams{Limit: 10000})
 		if err != nil {
-			return "", "", err
+			return RunVersion{}, err
 		}
-		return record, out.Cursor, nil
+		v.Output = out.Cursor
+		return v, nil
 	}
 	fi, err := os.Stat(filepath.Join(a.p.OutputDir, id+".jsonl"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return record, "0", nil
+		v.Output = "0"
 	case err != nil:
-		return "", "", fmt.Errorf("stat journal of run %s: %w", id, err)
+		return RunVersion{}, fmt.Errorf("stat journal of run %s: %w", id, err)
+	default:
+		v.Output = strconv.FormatInt(fi.Size(), 10)
 	}
-	return record, strconv.FormatInt(fi.Size(), 10), nil
+	return v, nil
 }
 
 // runView maps a run as the engine shows it.

@@ -24,8 +24,29 @@
 // goroutine. A handler enqueues its progress notifications synchronously,
 // so they are queued before its response can be; notifications mcp-go sends
 // through the session's channel are flushed into the queue (a barrier)
-// before any response is queued. Requests are served concurrently, up to
-// Params.MaxInFlight at once, so long polls never block a quick call.
+// before any response is queued.
+//
+// Order on the wire is not enough for every client: the official
+// TypeScript SDK handles a notification in a later microtask but a response
+// at once, so a progress notification read in the same chunk as its call's
+// response is still reported as unknown. So before writing the response of
+// a call that sent notifications, the transport sends a ping request behind
+// them and waits for its answer (a client answers only after it handled
+// what came before); a client that lets two such pings go unanswered is not
+// pinged again.
+//
+// Requests are served concurrently, up to Params.MaxInFlight at once, so
+// long polls never block a quick call. When the client closes stdin, long
+// waits end at once, other requests run to their end (for a few seconds at
+// most), every answer is flushed, and ServeStdio returns.
+//
+// # The HTTP transport
+//
+// HTTPHandler is streamable HTTP at /mcp, also our own around
+// HandleMessage: a POST's progress notifications travel on that POST's own
+// SSE response, ahead of its response; a GET stream carries the session's
+// other notifications (resource updates). It refuses foreign Origin and
+// Host headers and, when configured, requests without the bearer token.
 //
 // # Resources
 //

@@ -18,12 +18,13 @@ import (
 //   - "steps": the test drives it with emit/settle.
 //   - "ask": waits on a question; an answer makes it succeed.
 type fakeRuns struct {
-	mu      sync.Mutex
-	runs    map[string]*Run
-	journal map[string][]json.RawMessage
-	order   []string
-	changed chan struct{}
-	writes  int // mutations, to check that bad input changed nothing
+	mu       sync.Mutex
+	runs     map[string]*Run
+	journal  map[string][]json.RawMessage
+	order    []string
+	changed  chan struct{}
+	writes   int // mutations, to check that bad input changed nothing
+	versions int // Version calls
 }
 
 func newFakeRuns() *fakeRuns {
@@ -206,14 +207,15 @@ func (f *fakeRuns) ReadOutput(ctx context.Context, p ReadOutputParams) (*OutputP
 	}
 }
 
-func (f *fakeRuns) Version(_ context.Context, id string) (string, string, error) {
+func (f *fakeRuns) Version(_ context.Context, id string) (RunVersion, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.runs[id]
 	if !ok {
-		return "", "", fmt.Errorf("no run %q", id)
+		return RunVersion{}, fmt.Errorf("no run %q", id)
 	}
-	return fmt.Sprintf("%d/%s", r.Revision, r.Status), strconv.Itoa(len(f.journal[id])), nil
+	f.versions++
+	return RunVersion{Record: fmt.Sprintf("%d/%s", r.Revision, r.Status), Output: strconv.Itoa(len(f.journal[id])), Settled: r.Settled()}, nil
 }
 
 func (f *fakeRuns) mutations() int {

@@ -40,6 +40,7 @@ type fixtureOpts struct {
 	maxInFlight int
 	noInit      bool
 	clientName  string
+	ignorePings bool
 	// runs, sessions and automations replace the fakes when set.
 	runs        RunService
 	sessions    SessionService
@@ -76,6 +77,9 @@ func setup(t testing.TB, o fixtureOpts) *fixture {
 		p.Automations = o.automations
 	}
 	f.srv = New(p)
+	if o.ignorePings {
+		f.srv.syncTimeout = 100 * time.Millisecond
+	}
 	f.srv.MCPServer().AddTools(f.testTools()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := f.srv.Start(ctx); err != nil {
@@ -91,6 +95,7 @@ func setup(t testing.TB, o fixtureOpts) *fixture {
 		f.served <- err
 	}()
 	f.client = mcptest.New(outR, inW)
+	f.client.IgnorePings = o.ignorePings
 	t.Cleanup(func() {
 		select {
 		case <-f.release:
@@ -195,12 +200,24 @@ func (f *fixture) testTools() []server.ServerTool {
 				}
 				return in, nil
 			})),
-		newTool("test_block", "", "blocks until the test releases it", object(nil, obj{}), out, hints{},
+		newTool("test_block", "", "blocks until the test releases it (a long wait)", object(nil, obj{}), out, hints{},
 			handler(func(ctx context.Context, c *call, _ struct{}) (nIn, error) {
+				ctx, cancel := waitContext(ctx)
+				defer cancel()
 				f.blocked <- struct{}{}
 				select {
 				case <-f.release:
 					return nIn{N: 1}, nil
+				case <-ctx.Done():
+					return nIn{}, context.Cause(ctx)
+				}
+			})),
+		newTool("test_work", "", "blocks until the test releases it, ignoring the client's going (a write)", object(nil, obj{}), out, hints{},
+			handler(func(ctx context.Context, c *call, _ struct{}) (nIn, error) {
+				f.blocked <- struct{}{}
+				select {
+				case <-f.release:
+					return nIn{N: 2}, nil
 				case <-ctx.Done():
 					return nIn{}, ctx.Err()
 				}

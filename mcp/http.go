@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -11,8 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // HTTPPath is where the streamable HTTP endpoint is served.
@@ -27,36 +24,20 @@ type HTTPOptions struct {
 
 // HTTPHandler serves MCP over streamable HTTP at /mcp. It refuses
 // requests whose Origin header names anything but a loopback host (a web
-// page must not drive a local server), requests without the bearer token
-// when one is set, and bodies over MaxMessageBytes.
+// page must not drive a local server), requests arriving on a loopback
+// address with a foreign Host header (DNS rebinding), requests without the
+// bearer token when one is set, and bodies over MaxMessageBytes.
+//
+// It is our own transport around server.MCPServer.HandleMessage, like
+// ServeStdio: a POST answers with JSON, or, once the call sends a
+// notification (progress), with an SSE stream on which the call's
+// notifications precede its response. (mcp-go's streamable server shares
+// one notification channel per session among every open stream, so a
+// progress notification could leave on another stream after its call's
+// response.) A GET opens the session's stream for notifications not tied
+// to a call (notifications/resources/updated); DELETE ends the session.
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
-	streamable := server.NewStreamableHTTPServer(s.mcp,
-		server.WithEndpointPath(HTTPPath),
-		server.WithStateful(true),
-		server.WithHeartbeatInterval(30*time.Second),
-		server.WithStreamableHTTPLogger(s.log),
-	)
-	mux := http.NewServeMux()
-	mux.Handle(HTTPPath, streamable)
-	token := []byte(o.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
-			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not a local one", origin), http.StatusForbidden)
-			return
-		}
-		if len(token) > 0 {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), token) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-host"`)
-				http.Error(w, "Unauthorized: a bearer token is required (see --token-file)", http.StatusUnauthorized)
-				return
-			}
-		}
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxMessageBytes)
-		}
-		mux.ServeHTTP(w, r)
-	})
+	return &httpTransport{srv: s, token: []byte(o.Token), sessions: map[string]*httpSession{}}
 }
 
 // loopbackOrigin reports whether an Origin header names a loopback host.

@@ -58,6 +58,10 @@ func (c *call) Progress(ctx context.Context, total float64, message string) {
 			Params: mcpgo.NotificationParams{AdditionalFields: params},
 		},
 	}
+	if on, ok := ctx.Value(notifierKey{}).(orderedNotifier); ok {
+		_ = on.sendNotification(ctx, n)
+		return
+	}
 	if sess, ok := server.ClientSessionFromContext(ctx).(orderedNotifier); ok {
 		_ = sess.sendNotification(ctx, n)
 		return

@@ -57,12 +57,14 @@ type Params struct {
 // Start must be called before serving (it starts the resource watcher);
 // Close stops it. A Server is safe for concurrent use.
 type Server struct {
-	mcp          *server.MCPServer
-	p            Params
-	log          *slog.Logger
-	maxInFlight  int
-	pollInterval time.Duration
-	subs         *subscriptions
+	mcp           *server.MCPServer
+	p             Params
+	log           *slog.Logger
+	maxInFlight   int
+	pollInterval  time.Duration
+	syncTimeout   time.Duration
+	shutdownGrace time.Duration
+	subs          *subscriptions
 
 	clientsMu sync.Mutex
 	clients   map[string]mcpgo.Implementation // session id -> initialize clientInfo
@@ -71,11 +73,13 @@ type Server struct {
 // New builds a Server over the domain services in p.
 func New(p Params) *Server {
 	s := &Server{
-		p:            p,
-		log:          p.Log,
-		maxInFlight:  p.MaxInFlight,
-		pollInterval: p.PollInterval,
-		clients:      map[string]mcpgo.Implementation{},
+		p:             p,
+		log:           p.Log,
+		maxInFlight:   p.MaxInFlight,
+		pollInterval:  p.PollInterval,
+		syncTimeout:   defaultSyncTimeout,
+		shutdownGrace: defaultShutdownGrace,
+		clients:       map[string]mcpgo.Implementation{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -191,6 +195,21 @@ func (s *Server) recoverResource(next server.ResourceHandlerFunc) server.Resourc
 	}
 }
 
+// handleSafely runs HandleMessage, turning a panic into an internal error
+// (a JSON-RPC error for a request with id, nothing for a notification).
+func (s *Server) handleSafely(ctx context.Context, id json.RawMessage, msg []byte) (resp any) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("mcp: panic while handling a message", "panic", r, "stack", string(debug.Stack()))
+			resp = nil
+			if id != nil {
+				resp = rawLine(errorLine(id, mcpgo.INTERNAL_ERROR, fmt.Sprintf("internal error: %v", r)))
+			}
+		}
+	}()
+	return s.mcp.HandleMessage(ctx, msg)
+}
+
 // errorResult is a tool result reporting a failure to the agent.
 func errorResult(msg string) *mcpgo.CallToolResult {
 	return mcpgo.NewToolResultError(msg)
@@ -209,14 +228,14 @@ func okResult(v any) (*mcpgo.CallToolResult, error) {
 	}, nil
 }
 
-// ArgumentError is a tool argument the handler refused (beyond what the
+// argumentError is a tool argument the handler refused (beyond what the
 // input schema catches: an id with a forbidden character, say).
-type ArgumentError struct {
+type argumentError struct {
 	Name   string
 	Reason string
 }
 
-func (e *ArgumentError) Error() string { return fmt.Sprintf("argument %s: %s", e.Name, e.Reason) }
+func (e *argumentError) Error() string { return fmt.Sprintf("argument %s: %s", e.Name, e.Reason) }
 
 // decodeArgs decodes a call's arguments into dst, refusing unknown fields.
 func decodeArgs(req mcpgo.CallToolRequest, dst any) error {

@@ -30,10 +30,17 @@ type RunService interface {
 	// ReadOutput returns journal records after a cursor, waiting up to
 	// p.Wait for one when there is none yet.
 	ReadOutput(ctx context.Context, p ReadOutputParams) (*OutputPage, error)
-	// Version returns a fingerprint of a run's record and of its journal
-	// that changes whenever either does (it is cheap: it is polled for
-	// resource subscriptions).
-	Version(ctx context.Context, id string) (record, output string, err error)
+	// Version returns fingerprints of a run's record and of its journal
+	// that change whenever they do. It is cheap: resource subscriptions
+	// poll it.
+	Version(ctx context.Context, id string) (RunVersion, error)
+}
+
+// RunVersion fingerprints a run's resources.
+type RunVersion struct {
+	Record  string // changes when the run's record does
+	Output  string // changes when its journal grows
+	Settled bool   // the run reached a final status
 }
 
 // TargetList is what list_targets returns.

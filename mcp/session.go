@@ -8,6 +8,10 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
+// notifierKey carries a request's own orderedNotifier (an HTTP POST's
+// response stream).
+type notifierKey struct{}
+
 // orderedNotifier is a session that can queue a notification in order with
 // the responses of the goroutine that sends it (our stdio session).
 type orderedNotifier interface {

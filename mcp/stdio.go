@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
@@ -71,6 +71,14 @@ type stdioConn struct {
 	writerDone chan struct{}
 	fwdDone    chan struct{}
 	fwdStop    chan struct{}
+
+	// forwarded counts notifications moved from mcp-go's channel.
+	forwarded atomic.Int64
+	// Sync pings (see syncClient).
+	syncMu      sync.Mutex
+	syncSeq     int64
+	syncPending map[string]chan struct{}
+	syncMissed  atomic.Int32 // sync pings in a row the client let time out
 }
 
 func newStdioConn(s *Server, out io.Writer) *stdioConn {
@@ -84,6 +92,8 @@ func newStdioConn(s *Server, out io.Writer) *stdioConn {
 		writerDone: make(chan struct{}),
 		fwdDone:    make(chan struct{}),
 		fwdStop:    make(chan struct{}),
+
+		syncPending: map[string]chan struct{}{},
 	}
 	c.session = newStdioSession(c)
 	return c
@@ -94,14 +104,21 @@ func (c *stdioConn) serve(ctx context.Context, in io.Reader) error {
 	go c.forwardLoop()
 
 	connCtx, cancel := context.WithCancelCause(ctx)
-	reqCtx := c.srv.mcp.WithContext(connCtx, c.session)
+	goneCtx, gone := context.WithCancelCause(context.Background())
+	reqCtx := context.WithValue(c.srv.mcp.WithContext(connCtx, c.session), goneKey{}, goneCtx)
 
 	readErr := c.readLoop(reqCtx, in)
 
-	// The client is gone (or ctx ended): release in-flight handlers, let
-	// them answer, then flush everything queued and stop the writer.
+	// The client closed its end (or ctx ended). Requests in flight finish
+	// (a write the client sent is not cut off), long waits end at once
+	// (see waitContext), and whatever still runs after shutdownGrace is
+	// cancelled. Then everything queued is flushed and the writer stops.
+	gone(errClientGone)
+	if !waitTimeout(&c.reqs, c.srv.shutdownGrace) {
+		cancel(errClientGone)
+		c.reqs.Wait()
+	}
 	cancel(errClientGone)
-	c.reqs.Wait()
 	close(c.fwdStop)
 	<-c.fwdDone
 	close(c.queue)
@@ -119,9 +136,43 @@ func (c *stdioConn) serve(ctx context.Context, in io.Reader) error {
 	return nil
 }
 
-// errClientGone is the cancellation cause of requests still in flight when
-// the client closed its end.
+// errClientGone is the cancellation cause of waits (and, after
+// shutdownGrace, of requests) still in flight when the client closed its
+// end.
 var errClientGone = errors.New("the client closed the connection")
+
+// defaultShutdownGrace is how long requests in flight when the client
+// closed its end may take before they are cancelled.
+const defaultShutdownGrace = 5 * time.Second
+
+type goneKey struct{}
+
+// waitContext derives a context for a long wait (a long poll, launch_run's
+// wait) that also ends when the client closed its end of the connection:
+// nobody is left to read the answer. Other work runs on to its end.
+func waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	gone, ok := ctx.Value(goneKey{}).(context.Context)
+	if !ok {
+		return ctx, func() { cancel(nil) }
+	}
+	stop := context.AfterFunc(gone, func() { cancel(context.Cause(gone)) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// waitTimeout waits for wg for at most d and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // readLoop reads one JSON-RPC message per line until EOF or ctx ends.
 func (c *stdioConn) readLoop(ctx context.Context, in io.Reader) error {
@@ -237,8 +288,8 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 	hasID := len(head.ID) > 0 && !bytes.Equal(head.ID, []byte("null"))
 	if head.Method == nil {
 		if hasID {
-			// A response to a server-initiated request; we send none that
-			// wait for one, so it is dropped.
+			// A response to a server-initiated request: our sync pings.
+			c.syncAnswered(head.ID)
 			return
 		}
 		c.enqueue(errorLine(json.RawMessage("null"), mcpgo.INVALID_REQUEST, "Invalid Request: a message needs a method"))
@@ -266,30 +317,25 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 	go func() {
 		defer c.reqs.Done()
 		defer func() { <-c.slots }()
-		resp := c.handle(ctx, head.ID, msg)
+		rs := &reqState{}
+		fwd := c.forwarded.Load()
+		resp := c.handle(context.WithValue(ctx, reqStateKey{}, rs), head.ID, msg)
 		if resp == nil {
 			return
 		}
 		// Anything the handler sent through mcp-go's notification channel
 		// is queued before its response.
 		c.flushNotifications()
+		if rs.notified.Load() || c.forwarded.Load() != fwd {
+			c.syncClient(ctx)
+		}
 		c.writeResponse(resp)
 	}()
 }
 
 // handle runs HandleMessage, turning a panic into an internal error.
-func (c *stdioConn) handle(ctx context.Context, id json.RawMessage, msg []byte) (resp any) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.srv.log.Error("mcp: panic while handling a message", "panic", r, "stack", string(debug.Stack()))
-			if id == nil {
-				resp = nil
-				return
-			}
-			resp = rawLine(errorLine(id, mcpgo.INTERNAL_ERROR, fmt.Sprintf("internal error: %v", r)))
-		}
-	}()
-	return c.srv.mcp.HandleMessage(ctx, msg)
+func (c *stdioConn) handle(ctx context.Context, id json.RawMessage, msg []byte) any {
+	return c.srv.handleSafely(ctx, id, msg)
 }
 
 // rawLine is a pre-encoded message.
@@ -318,6 +364,13 @@ func (c *stdioConn) enqueue(b []byte) {
 	}
 }
 
+// reqState is what a request's goroutine learns while its handler runs.
+type reqState struct {
+	notified atomic.Bool // it sent a notification (progress)
+}
+
+type reqStateKey struct{}
+
 // sendNotification queues a notification in order with everything this
 // goroutine queued before and after it. It is how progress is sent.
 func (c *stdioConn) sendNotification(ctx context.Context, n mcpgo.JSONRPCNotification) error {
@@ -327,6 +380,9 @@ func (c *stdioConn) sendNotification(ctx context.Context, n mcpgo.JSONRPCNotific
 	}
 	select {
 	case c.queue <- outMsg{b: b}:
+		if rs, ok := ctx.Value(reqStateKey{}).(*reqState); ok {
+			rs.notified.Store(true)
+		}
 		return nil
 	case <-c.dead:
 		return errConnClosed
@@ -346,6 +402,62 @@ func (c *stdioConn) flushNotifications() {
 	}
 }
 
+// defaultSyncTimeout bounds the wait for a sync ping's answer; a client
+// that lets syncMaxMissed pass in a row turns syncing off for the rest of
+// the connection.
+const (
+	defaultSyncTimeout = 3 * time.Second
+	syncMaxMissed      = 2
+)
+
+// syncClient makes sure the client has processed every notification
+// queued so far before the caller writes a response. Order on the wire is
+// not enough for every client: the official TypeScript SDK handles
+// notifications in a later microtask but responses at once, so a progress
+// notification read in the same chunk as its call's response is reported
+// as having an "unknown token". syncClient sends a ping request (which
+// every MCP peer must answer) behind the notifications and waits for the
+// answer: a client answers it only after it handled what came before.
+func (c *stdioConn) syncClient(ctx context.Context) {
+	if c.syncMissed.Load() >= syncMaxMissed {
+		return
+	}
+	c.syncMu.Lock()
+	c.syncSeq++
+	id := fmt.Sprintf(`"cairn-sync-%d"`, c.syncSeq)
+	ch := make(chan struct{})
+	c.syncPending[id] = ch
+	c.syncMu.Unlock()
+	defer func() {
+		c.syncMu.Lock()
+		delete(c.syncPending, id)
+		c.syncMu.Unlock()
+	}()
+	c.enqueue([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`))
+	t := time.NewTimer(c.srv.syncTimeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		c.syncMissed.Store(0)
+	case <-t.C:
+		if c.syncMissed.Add(1) == syncMaxMissed {
+			c.srv.log.Warn("mcp: the client does not answer ping requests; progress notifications may reach it after responses")
+		}
+	case <-ctx.Done(): // the client is gone
+	case <-c.dead:
+	}
+}
+
+// syncAnswered delivers the answer to a sync ping.
+func (c *stdioConn) syncAnswered(id json.RawMessage) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if ch, ok := c.syncPending[string(id)]; ok {
+		close(ch)
+		delete(c.syncPending, string(id))
+	}
+}
+
 // forwardLoop moves notifications from the session channel (where mcp-go's
 // SendNotificationToClient puts them) into the write queue, and serves
 // flush barriers.
@@ -359,6 +471,7 @@ func (c *stdioConn) forwardLoop() {
 			return
 		}
 		c.enqueue(b)
+		c.forwarded.Add(1)
 	}
 	drain := func() {
 		for {

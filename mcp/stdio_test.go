@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/mcp/mcptest"
 )
@@ -89,6 +90,26 @@ func TestProgressNeverAfterResponse(t *testing.T) {
 			for tok := range responseAt {
 				if count[tok] != perCall {
 					t.Errorf("token %s: %d progress notifications, want %d", tok, count[tok], perCall)
+				}
+			}
+			// Between a call's last progress notification and its
+			// response the server sent a ping (see syncClient).
+			last := map[string]int{}
+			for _, m := range msgs {
+				if tok, ok := progressOf(m); ok {
+					last[tok] = m.Index
+				}
+			}
+			for tok, at := range responseAt {
+				synced := false
+				for _, m := range msgs[last[tok]+1 : at] {
+					if m.Method == "ping" && len(m.ID) > 0 {
+						synced = true
+						break
+					}
+				}
+				if !synced {
+					t.Errorf("token %s: no ping between its last progress (%d) and its response (%d)", tok, last[tok], at)
 				}
 			}
 		})
@@ -324,12 +345,48 @@ func TestReadLine(t *testing.T) {
 	}
 }
 
-// TestServeEndsOnEOF checks that closing stdin ends ServeStdio cleanly,
-// cancelling calls still in flight and flushing their answers.
+// TestServeEndsOnEOF closes stdin with a long wait and a piece of work in
+// flight: the wait ends at once, the work runs to its end and answers,
+// then ServeStdio returns.
 func TestServeEndsOnEOF(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{})
-	_, ch, err := f.client.Request("tools/call", map[string]any{"name": "test_block", "arguments": map[string]any{}})
+	_, wait, err := f.client.Request("tools/call", map[string]any{"name": "test_block", "arguments": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-f.blocked
+	_, work, err := f.client.Request("tools/call", map[string]any{"name": "test_work", "arguments": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-f.blocked
+	f.stdin.Close()
+	m, err := mcptest.Await(f.ctx(), wait)
+	if err != nil {
+		t.Fatalf("the long wait got no answer: %v", err)
+	}
+	if !bytes.Contains(m.Raw, []byte("closed the connection")) {
+		t.Errorf("long wait after EOF: %s, want an error saying the client went", m.Raw)
+	}
+	close(f.release)
+	m, err = mcptest.Await(f.ctx(), work)
+	if err != nil || m.Error != nil || !bytes.Contains(m.Result, []byte(`"n":2`)) {
+		t.Fatalf("work in flight at EOF: %v %s, want its answer", err, m.Raw)
+	}
+	if err := <-f.served; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+	f.served <- nil
+}
+
+// TestShutdownGrace checks that work still running a grace period after
+// EOF is cancelled, so that ServeStdio returns.
+func TestShutdownGrace(t *testing.T) {
+	t.Parallel()
+	f := setup(t, fixtureOpts{})
+	f.srv.shutdownGrace = 50 * time.Millisecond
+	_, work, err := f.client.Request("tools/call", map[string]any{"name": "test_work", "arguments": map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,15 +396,9 @@ func TestServeEndsOnEOF(t *testing.T) {
 		t.Fatalf("ServeStdio: %v", err)
 	}
 	f.served <- nil
-	m, err := mcptest.Await(f.ctx(), ch)
-	if err != nil {
-		t.Fatalf("the in-flight call got no answer: %v", err)
-	}
-	var r mcptest.ToolResult
-	if m.Error == nil {
-		if err := json.Unmarshal(m.Result, &r); err != nil || !r.IsError {
-			t.Fatalf("in-flight call after EOF: %s, want a cancellation error", m.Raw)
-		}
+	m, err := mcptest.Await(f.ctx(), work)
+	if err != nil || !bytes.Contains(m.Raw, []byte("isError")) {
+		t.Fatalf("work cancelled after the grace: %v %s", err, m.Raw)
 	}
 }
 
@@ -376,5 +427,27 @@ func TestErrorLine(t *testing.T) {
 	}
 	if string(m.ID) != `"a"` || m.Error == nil || m.Error.Code != -32600 || !bytes.Contains(b, []byte(`"jsonrpc":"2.0"`)) {
 		t.Fatalf("errorLine = %s", b)
+	}
+}
+
+// TestSyncWithoutPingAnswers checks that a client that never answers ping
+// requests still gets its answers, and is pinged only once.
+func TestSyncWithoutPingAnswers(t *testing.T) {
+	t.Parallel()
+	f := setup(t, fixtureOpts{ignorePings: true})
+	for range syncMaxMissed + 2 {
+		r, _, err := f.client.CallTool(f.ctx(), "test_progress", map[string]any{"n": 2}, map[string]any{"progressToken": "x"})
+		if err != nil || r.IsError {
+			t.Fatalf("call: %v %v", err, r)
+		}
+	}
+	pings := 0
+	for _, m := range f.client.Messages() {
+		if m.Method == "ping" {
+			pings++
+		}
+	}
+	if pings != syncMaxMissed {
+		t.Errorf("%d pings sent, want %d (syncing turns off after that many went unanswered)", pings, syncMaxMissed)
 	}
 }

@@ -70,9 +70,18 @@ type subscriber struct {
 
 // fingerprint is what changes when a run's resources change.
 type fingerprint struct {
-	record string // run revision and status
-	output string // journal position
+	record  string // run revision and status
+	output  string // journal position
+	settled bool
+	// quiet counts checks that found a settled run unchanged; past
+	// settledChecks the run is not polled any more (nothing can change).
+	quiet int
 }
+
+// settledChecks is how many unchanged checks of a settled run are made
+// before it is left alone (its journal's end record may land just after
+// the status).
+const settledChecks = 8
 
 func newSubscriptions(s *Server) *subscriptions {
 	return &subscriptions{
@@ -219,12 +228,21 @@ func (w *subscriptions) check(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		w.mu.Lock()
+		prev, ok := w.seen[id]
+		w.mu.Unlock()
+		if ok && prev.settled && prev.quiet >= settledChecks {
+			continue
+		}
 		fp, err := w.srv.fingerprint(ctx, id)
 		if err != nil {
 			continue // a run deleted or a store hiccup: try again next time
 		}
 		w.mu.Lock()
 		old, known := w.seen[id]
+		if known && fp.settled && old.record == fp.record && old.output == fp.output {
+			fp.quiet = old.quiet + 1
+		}
 		w.seen[id] = fp
 		var changed []string
 		if known && old.record != fp.record {

@@ -132,13 +132,13 @@ func (w whenIn) when() (AutomationWhen, error) {
 	}
 	switch {
 	case kinds > 1:
-		return aw, &ArgumentError{Name: "cron/files/url", Reason: "give only one trigger: cron, every, files or url"}
+		return aw, &argumentError{Name: "cron/files/url", Reason: "give only one trigger: cron, every, files or url"}
 	case kinds == 0 && aw.Every == "":
-		return aw, &ArgumentError{Name: "cron/every/files/url", Reason: `give a trigger: cron ("0 3 * * 1-5"), every ("30m"), files (["src/**/*.go"]) or url ("http://127.0.0.1:8080/health")`}
+		return aw, &argumentError{Name: "cron/every/files/url", Reason: `give a trigger: cron ("0 3 * * 1-5"), every ("30m"), files (["src/**/*.go"]) or url ("http://127.0.0.1:8080/health")`}
 	case aw.TZ != "" && aw.Cron == "":
-		return aw, &ArgumentError{Name: "tz", Reason: "tz applies to cron triggers only; give cron with it"}
+		return aw, &argumentError{Name: "tz", Reason: "tz applies to cron triggers only; give cron with it"}
 	case aw.Cron != "" && aw.Every != "":
-		return aw, &ArgumentError{Name: "every", Reason: "every is the interval of an every, files or url trigger, not of cron"}
+		return aw, &argumentError{Name: "every", Reason: "every is the interval of an every, files or url trigger, not of cron"}
 	}
 	return aw, nil
 }

@@ -37,23 +37,23 @@ func (s *Server) fingerprint(ctx context.Context, id string) (fingerprint, error
 	if err != nil {
 		return fingerprint{}, err
 	}
-	rec, out, err := rs.Version(ctx, id)
+	v, err := rs.Version(ctx, id)
 	if err != nil {
 		return fingerprint{}, err
 	}
-	return fingerprint{record: rec, output: out}, nil
+	return fingerprint{record: v.Record, output: v.Output, settled: v.Settled}, nil
 }
 
 func validateID(kind, arg, v string) error {
 	if err := ids.Validate(kind, v); err != nil {
-		return &ArgumentError{Name: arg, Reason: err.Error()}
+		return &argumentError{Name: arg, Reason: err.Error()}
 	}
 	return nil
 }
 
 func waitDuration(arg string, secs float64) (time.Duration, error) {
 	if secs < 0 || secs > maxWaitSeconds {
-		return 0, &ArgumentError{Name: arg, Reason: fmt.Sprintf("%v is out of range: use 0 to %d seconds", secs, maxWaitSeconds)}
+		return 0, &argumentError{Name: arg, Reason: fmt.Sprintf("%v is out of range: use 0 to %d seconds", secs, maxWaitSeconds)}
 	}
 	return time.Duration(secs * float64(time.Second)), nil
 }
@@ -126,7 +126,9 @@ func (s *Server) launchRunTool() server.ServerTool {
 			if wait <= 0 {
 				return run, nil
 			}
-			return s.awaitRun(ctx, c, run, wait)
+			waitCtx, cancel := waitContext(ctx)
+			defer cancel()
+			return s.awaitRun(waitCtx, c, run, wait)
 		}))
 }
 
@@ -275,10 +277,12 @@ func (s *Server) readRunOutputTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 200
 			}
-			page, err := rs.ReadOutput(ctx, ReadOutputParams{RunID: in.RunID, Cursor: in.Cursor, Limit: in.Limit, Wait: wait})
+			waitCtx, cancel := waitContext(ctx)
+			defer cancel()
+			page, err := rs.ReadOutput(waitCtx, ReadOutputParams{RunID: in.RunID, Cursor: in.Cursor, Limit: in.Limit, Wait: wait})
 			if err != nil {
-				if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-					return nil, fmt.Errorf("read output of run %s: the call was cancelled", in.RunID)
+				if errors.Is(err, context.Canceled) && waitCtx.Err() != nil {
+					return nil, fmt.Errorf("read output of run %s: the call was cancelled: %w", in.RunID, context.Cause(waitCtx))
 				}
 				return nil, err
 			}

@@ -190,7 +190,7 @@ func (s *Server) appendSessionMessagesTool() server.ServerTool {
 				return nil, err
 			}
 			if len(in.Messages) == 0 || len(in.Messages) > maxMessages {
-				return nil, &ArgumentError{Name: "messages", Reason: fmt.Sprintf("give 1 to %d messages", maxMessages)}
+				return nil, &argumentError{Name: "messages", Reason: fmt.Sprintf("give 1 to %d messages", maxMessages)}
 			}
 			msgs := make([]NewMessage, 0, len(in.Messages))
 			for i, m := range in.Messages {
@@ -223,15 +223,15 @@ func newMessage(i int, m messageIn) (NewMessage, error) {
 	hasParts := len(m.Parts) > 0 && string(m.Parts) != "null"
 	switch {
 	case m.Content != nil && hasParts:
-		return NewMessage{}, &ArgumentError{Name: arg, Reason: "give content or parts, not both"}
+		return NewMessage{}, &argumentError{Name: arg, Reason: "give content or parts, not both"}
 	case m.Content == nil && !hasParts:
-		return NewMessage{}, &ArgumentError{Name: arg, Reason: "give content (text) or parts"}
+		return NewMessage{}, &argumentError{Name: arg, Reason: "give content (text) or parts"}
 	}
 	parts := m.Parts
 	if m.Content != nil {
 		b, err := json.Marshal([]map[string]string{{"type": "text", "text": *m.Content}})
 		if err != nil {
-			return NewMessage{}, &ArgumentError{Name: arg + ".content", Reason: err.Error()}
+			return NewMessage{}, &argumentError{Name: arg + ".content", Reason: err.Error()}
 		}
 		parts = b
 	}

@@ -538,3 +538,32 @@ func callRequest(name string, args map[string]any) mcpgo.CallToolRequest {
 	}
 	return req
 }
+
+// TestSettledRunsLeftAlone checks that the watcher stops polling a
+// subscribed run once it settled and stayed unchanged.
+func TestSettledRunsLeftAlone(t *testing.T) {
+	t.Parallel()
+	runs := newFakeRuns()
+	srv := New(Params{Runs: runs})
+	run, err := runs.Launch(context.Background(), LaunchParams{Target: "noop"}) // settled at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := &stdioSession{notifications: make(chan mcpgo.JSONRPCNotification, 10)}
+	srv.subs.add(sess, RunURI(run.ID))
+	for range settledChecks + 1 {
+		srv.subs.check(context.Background())
+	}
+	runs.mu.Lock()
+	before := runs.versions
+	runs.mu.Unlock()
+	for range 5 {
+		srv.subs.check(context.Background())
+	}
+	runs.mu.Lock()
+	after := runs.versions
+	runs.mu.Unlock()
+	if after != before {
+		t.Errorf("a settled, unchanged run was polled %d more times", after-before)
+	}
+}

@@ -121,8 +121,29 @@ before(async () => {
   await client.connect(transport);
 });
 
+// stopWorkers stops the background workers that serve or `mcp-host answer`
+// started for the test workspace (they would idle a minute before exiting).
+async function stopWorkers() {
+  let status;
+  try {
+    status = JSON.parse(execFileSync(bin, ['--json', 'status'], { cwd: workspace, env: env(), stdio: ['ignore', 'pipe', 'ignore'] }).toString());
+  } catch {
+    return;
+  }
+  for (const ws of status.workspaces ?? []) {
+    const pid = ws.worker?.pid;
+    if (!pid) continue;
+    try { process.kill(pid, 'SIGTERM'); } catch { continue; }
+    for (let i = 0; i < 200; i++) {
+      try { process.kill(pid, 0); } catch { break; }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
 after(async () => {
   await client?.close();
+  if (bin) await stopWorkers();
   if (clientErrors.length > 0) {
     // Surface errors that arrived after the last test checked.
     console.error('client errors:', clientErrors.map(String));
@@ -356,6 +377,14 @@ test('streamable HTTP serves the same tools, refuses foreign origins and wants t
     assert.equal(tools.length, EXPECTED_TOOLS.length);
     const res = await http.callTool({ name: 'launch_run', arguments: { target: 'hello', wait_seconds: 30 } });
     assert.equal(res.structuredContent.status, 'succeeded');
+    // Progress over HTTP: each call's notifications come on its own
+    // response stream, before its response, even with calls in parallel.
+    let seen = 0;
+    const runs = await Promise.all(Array.from({ length: 6 }, () =>
+      http.callTool({ name: 'launch_run', arguments: { target: 'hello', wait_seconds: 30 } }, undefined, { onprogress: () => { seen++; } })));
+    for (const r of runs) assert.equal(r.structuredContent.status, 'succeeded');
+    assert.ok(seen >= 6, 'progress over HTTP');
+    assert.deepEqual(httpErrors.map(String), [], 'the HTTP client reported errors');
     await http.close();
   } finally {
     child.kill('SIGTERM');

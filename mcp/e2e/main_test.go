@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,12 +14,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/mcp/mcptest"
+	"github.com/cairnhq/cairn/workspace"
 )
 
 // bin is the mcp-host binary under test.
@@ -119,6 +123,7 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, root: filepath.Join(dir, "ws"), state: filepath.Join(dir, "state"), home: dir}
+	t.Cleanup(e.stopWorkers)
 	wf := filepath.Join(e.root, ".cairn", "workflows")
 	if err := os.MkdirAll(wf, 0o700); err != nil {
 		t.Fatal(err)
@@ -133,6 +138,43 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) environ() []string {
 	return append(os.Environ(), "CAIRN_STATE="+e.state, "HOME="+e.home)
+}
+
+// stopWorkers stops the background workers serve or the CLI started for
+// this state root (they would otherwise idle a minute before exiting).
+func (e *env) stopWorkers() {
+	cmd := exec.Command(bin, "--json", "status")
+	cmd.Dir, cmd.Env = e.root, e.environ()
+	out, err := cmd.Output()
+	if err != nil {
+		return
+	}
+	var st struct {
+		Workspaces []struct {
+			Worker struct {
+				PID int `json:"pid"`
+			} `json:"worker"`
+		} `json:"workspaces"`
+	}
+	if json.Unmarshal([]byte(out), &st) != nil {
+		return
+	}
+	for _, w := range st.Workspaces {
+		if w.Worker.PID <= 0 {
+			continue
+		}
+		_ = syscall.Kill(w.Worker.PID, syscall.SIGTERM)
+	}
+	ws, err := workspace.Resolve(e.root, "", e.state)
+	if err != nil {
+		return
+	}
+	for range 200 { // up to 10 s: a worker stops its runs first
+		if _, held, err := locks.Describe(ws.LocksDir(), "worker"); err != nil || !held {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // command runs mcp-host with args in the workspace and returns its output.

@@ -529,3 +529,53 @@ func TestStdoutIsProtocolOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestLongPollsDoNotBlock keeps 40 read_run_output long polls waiting on
+// a parked run, checks that quick calls are answered meanwhile, then
+// answers the run, which ends every poll.
+func TestLongPollsDoNotBlock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.serve("long polls")
+	tb := newToolbox(t, s)
+	var r run
+	tb.ok("launch_run", map[string]any{"target": "confirm", "wait_seconds": 30}, &r)
+	var out struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	tb.ok("read_run_output", map[string]any{"run_id": r.ID, "limit": 1000}, &out)
+	var polls []<-chan mcptest.Message
+	for range 40 {
+		_, ch, err := s.client.Request("tools/call", map[string]any{"name": "read_run_output",
+			"arguments": map[string]any{"run_id": r.ID, "cursor": out.NextCursor, "wait_seconds": 60}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		polls = append(polls, ch)
+	}
+	for range 5 {
+		tb.ok("list_targets", nil, nil)
+		tb.ok("get_run", map[string]any{"run_id": r.ID}, nil)
+	}
+	answered := 0
+	for _, ch := range polls {
+		select {
+		case <-ch:
+			answered++
+		default:
+		}
+	}
+	if answered == len(polls) {
+		t.Fatalf("every long poll answered before the run changed: they did not wait")
+	}
+	tb.ok("answer_run", map[string]any{"run_id": r.ID, "answer": "yes"}, nil)
+	for i, ch := range polls {
+		m, err := mcptest.Await(ctx(t), ch)
+		if err != nil || m.Error != nil {
+			t.Fatalf("poll %d: %v %s", i, err, m.Raw)
+		}
+		if !bytes.Contains(m.Result, []byte(`answer`)) {
+			t.Errorf("poll %d ended without the new records: %s", i, m.Result)
+		}
+	}
+}

@@ -41,8 +41,12 @@ func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", 
 // IsNotification reports whether m is a notification.
 func (m Message) IsNotification() bool { return m.Method != "" && len(m.ID) == 0 }
 
-// Client talks to one server.
+// Client talks to one server. It answers the server's ping requests (from
+// another goroutine) unless IgnorePings is set before the server sends one.
 type Client struct {
+	// IgnorePings leaves the server's ping requests unanswered.
+	IgnorePings bool
+
 	w      io.Writer
 	wmu    sync.Mutex
 	nextID int64
@@ -82,6 +86,10 @@ func (c *Client) readLoop(r io.Reader) {
 				delete(c.pending, string(m.ID))
 				ch <- m
 			}
+		}
+		if m.Method == "ping" && len(m.ID) > 0 && !c.IgnorePings {
+			answer := []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+			go c.SendRaw(answer) //nolint:errcheck // the server may be gone
 		}
 		c.cond.Broadcast()
 		c.mu.Unlock()
