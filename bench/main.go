@@ -5,10 +5,13 @@
 //	cd bench && go run .                   # every figure; rewrites ../BENCHMARKS.md
 //	cd bench && go run . -short            # smoke: tiny sizes, report on stdout
 //	cd bench && go run . -only 1,2 -reps 3 # some figures only
+//	cd bench && go run . -only pkg         # the package benchmarks only
 //
 // Each figure is measured several times (-reps) and reported as the median
 // with the spread (min–max), next to its goal and whether the goal is met.
-// Figures whose goal is missed carry what limits them.
+// Figures whose goal is missed carry what limits them. After the figures,
+// a full run also runs the Go benchmarks beside the code (pkgBenches) and
+// records their figures with the commands that produced them.
 //
 // It is its own module so that River and its dependencies stay out of
 // Cairn's; Cairn itself comes from the parent folder (a replace directive).
@@ -43,6 +46,8 @@ type bench struct {
 	binOnce sync.Once
 	bin     string // the built mcp-host binary
 	binErr  error
+
+	pkg []*pkgResult // the package benchmarks run, in order
 }
 
 // figure is one numbered figure of issue 7.
@@ -72,7 +77,7 @@ func run() int {
 		short = flag.Bool("short", false, "smoke mode: every figure at tiny sizes, report on stdout (or -out), BENCHMARKS.md untouched")
 		reps  = flag.Int("reps", 0, "repetitions per figure (default 5, or 2 with -short)")
 		out   = flag.String("out", "", "where to write the report (default ../BENCHMARKS.md; with -short, stdout)")
-		only  = flag.String("only", "", "comma-separated figure numbers to run (default all)")
+		only  = flag.String("only", "", "comma-separated figure numbers to run, and \"pkg\" for the package benchmarks (default all)")
 		dir   = flag.String("dir", "", "folder to create the bench's temporary folder in (default $TMPDIR when on the same disk as the working folder)")
 		repo  = flag.String("repo", "..", "the Cairn repository (holding go.mod and cmd/mcp-host)")
 		keep  = flag.Bool("keep", false, "keep the temporary folder")
@@ -86,7 +91,7 @@ func run() int {
 			*reps = 2
 		}
 	}
-	want, err := parseOnly(*only)
+	want, wantPkg, err := parseOnly(*only)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
@@ -161,6 +166,13 @@ func run() int {
 			break
 		}
 	}
+	if wantPkg && ctx.Err() == nil {
+		t := time.Now()
+		if runPkgBenches(ctx, b) {
+			failed = true
+		}
+		b.logf("package benchmarks: done in %s", time.Since(t).Round(time.Millisecond))
+	}
 
 	m := describeMachine(repoAbs, d)
 	rep := report{
@@ -169,6 +181,8 @@ func run() int {
 		short:   *short,
 		reps:    *reps,
 		only:    want,
+		pkg:     b.pkg,
+		pkgRun:  wantPkg,
 		elapsed: time.Since(b.start),
 		command: commandLine(),
 	}
@@ -189,19 +203,25 @@ func run() int {
 	return 0
 }
 
-func parseOnly(s string) (map[int]bool, error) {
+// parseOnly reads -only: the figures wanted (nil for all) and whether the
+// package benchmarks are wanted ("pkg"; always when -only is empty).
+func parseOnly(s string) (map[int]bool, bool, error) {
 	if s == "" {
-		return nil, nil
+		return nil, true, nil
 	}
-	want := map[int]bool{}
+	want, pkg := map[int]bool{}, false
 	for _, p := range strings.Split(s, ",") {
+		if strings.TrimSpace(p) == "pkg" {
+			pkg = true
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || !slices.ContainsFunc(figures, func(f figure) bool { return f.num == n }) {
-			return nil, fmt.Errorf("-only: no figure %q (figures are 1 to 8)", p)
+			return nil, false, fmt.Errorf("-only: no figure %q (figures are 1 to 8, and pkg for the package benchmarks)", p)
 		}
 		want[n] = true
 	}
-	return want, nil
+	return want, pkg, nil
 }
 
 func (b *bench) logf(format string, args ...any) {

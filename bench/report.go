@@ -16,6 +16,8 @@ type report struct {
 	only    map[int]bool
 	elapsed time.Duration
 	command string
+	pkg     []*pkgResult // the package benchmarks run
+	pkgRun  bool         // whether they were to run (a "Package benchmarks" section)
 }
 
 // methods says, per figure, what is measured and how.
@@ -49,13 +51,24 @@ var methods = map[int]string{
 }
 
 // perPackage lists the Go benchmarks beside the code, which give the same
-// figures without the harness (with a peer measured in the same run).
-var perPackage = []string{
-	"go test -run '^$' -bench LaunchToSettle -benchtime 200x -count 3 ./runs/        # launch to settled, one run at a time; memory store as peer",
-	"go test -run '^$' -bench CronFireLag -benchtime 5x -count 3 ./automations/     # fire lag of 1,000 cron automations; memory store as peer",
-	"go test -run '^$' -bench Append -benchtime 2000x -count 3 ./sessions/          # append at 10 vs 100,000 messages",
-	"go test -run '^$' -bench LaunchRunStdio -benchtime 2000x ./mcp/e2e/            # launch_run round trip through the binary; ping as peer",
-	"go test -run '^$' -bench ToolCallStdio ./mcp/                                  # a tool call through the stdio transport, in process",
+// figures without the harness (with a peer measured in the same run): the
+// ones a full run runs (pkgBenches), then the others.
+func perPackage() []string {
+	type line struct{ cmd, what string }
+	var lines []line
+	for _, p := range pkgBenches {
+		lines = append(lines, line{p.command(false), p.What})
+	}
+	lines = append(lines, line{"go test -run '^$' -bench ToolCallStdio ./mcp/", "a tool call through the stdio transport, in process"})
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l.cmd))
+	}
+	var out []string
+	for _, l := range lines {
+		out = append(out, fmt.Sprintf("%-*s  # %s", width, l.cmd, l.what))
+	}
+	return out
 }
 
 func (r report) markdown() string {
@@ -146,12 +159,16 @@ func (r report) markdown() string {
 		}
 	}
 
+	if r.pkgRun {
+		w("%s", pkgSection(r.pkg, r.short))
+	}
+
 	w("## Commands\n\n")
 	w("- `make bench` (= `cd bench && go run . -out ../BENCHMARKS.md`): every figure, rewrites this file; under 10 minutes on a 2-core machine.\n")
 	w("- `make bench-smoke` (= `cd bench && go run . -short`): every figure at tiny sizes, report on stdout, this file untouched; CI runs it so the harness can't rot.\n")
-	w("- `cd bench && go run . -only 1,2 -reps 3`: some figures only (report on stdout).\n")
-	w("- The Go benchmarks beside the code measure the same things without the harness:\n\n```sh\n")
-	for _, c := range perPackage {
+	w("- `cd bench && go run . -only 1,2 -reps 3`: some figures only (report on stdout); `-only pkg`: the package benchmarks only.\n")
+	w("- The Go benchmarks beside the code measure the same things without the harness (a full run runs the first %d; see Package benchmarks):\n\n```sh\n", len(pkgBenches))
+	for _, c := range perPackage() {
 		w("%s\n", c)
 	}
 	w("```\n")
