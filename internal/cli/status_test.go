@@ -114,3 +114,43 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: exit %d, %q", code, out)
 	}
 }
+
+func TestBackupCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "state")
+	ws, err := workspace.Resolve(t.TempDir(), "", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--state", root, "--workspace", ws.Root, "backup"}
+	dest := filepath.Join(t.TempDir(), "copy.sqlite3")
+	if code, _, errs := runCLI(t, append(args, dest)...); code != 1 || !strings.Contains(errs, "nothing to back up") {
+		t.Fatalf("backup with no state: exit %d %q", code, errs)
+	}
+	if err := ws.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close() // a live store: backup runs beside it
+	if err := s.CreateRun(ctx, &store.Run{ID: "run_1", Target: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, append(args, dest)...); code != 0 || !strings.Contains(out, "backed up") {
+		t.Fatalf("backup: exit %d %q %q", code, out, errs)
+	}
+	b, err := sqlite.Open(ctx, dest, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.GetRun(ctx, "run_1"); err != nil {
+		t.Fatalf("the backup lacks run_1: %v", err)
+	}
+	if code, _, errs := runCLI(t, append(args, dest)...); code != 1 || !strings.Contains(errs, "choose a new file name") {
+		t.Fatalf("backup over an existing file: exit %d %q", code, errs)
+	}
+}

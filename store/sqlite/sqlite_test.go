@@ -214,3 +214,37 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+func TestBackupIsAConsistentPrivateCopy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t)
+	defer s.Close()
+	for i := range 20 {
+		if err := s.CreateRun(ctx, &store.Run{ID: fmt.Sprintf("run_%d", i), Target: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dest := filepath.Join(t.TempDir(), "backup.sqlite3")
+	if err := s.Backup(ctx, dest); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Backup(ctx, dest); err == nil || !strings.Contains(err.Error(), "choose a new file name") {
+		t.Fatalf("second backup to the same file: %v; want a refusal", err)
+	}
+	fi, err := os.Stat(dest)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("backup file: %v, %v; want 0600", fi, err)
+	}
+	b, err := Open(ctx, dest, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.IntegrityCheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := b.Counts(ctx); err != nil || c.Runs != 20 {
+		t.Fatalf("backup counts %+v, %v; want 20 runs", c, err)
+	}
+}
