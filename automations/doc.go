@@ -15,6 +15,18 @@
 // state only (the cursor, the last finish), so every process agrees on
 // them. The run engine of any live peer executes the queued run.
 //
+// # Many fires at one instant
+//
+// Cron slots are often shared (every minute, every hour on the hour). The
+// leader prepares the fires of its next slot shortly before it
+// (Config.Ahead): it builds their runs and computes their next due times
+// from the automations as it read them. At the slot it commits them all
+// in one store operation (store.FireMany), each fire checked in the
+// store as any fire is, plus that nothing it was prepared from changed
+// (store.FireExpect); the pass that follows fires anything the batch
+// could not, from a fresh read. So a thousand fires due at one instant
+// cost one transaction, and each is recorded as late as that commit.
+//
 // # Triggers
 //
 //   - cron: robfig/cron syntax through package schedule (DST rules there).

@@ -99,6 +99,11 @@ func (t *WorkflowTargets) Prepare(ctx context.Context, target string, input json
 	return &store.Run{ID: ids.New("run"), Target: w.Name, Input: inJSON, Literals: literals}, nil
 }
 
+// Version returns the folder's Fingerprint: it changes when a workflow
+// file does, so a scheduler does not fire runs it prepared from the old
+// definitions.
+func (t *WorkflowTargets) Version() (string, error) { return Fingerprint(t.Dir) }
+
 // Fingerprint summarises a workflows folder's files (name, size,
 // modification time) so that a change is noticed without reading them. A
 // missing folder has the empty fingerprint.

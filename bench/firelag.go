@@ -51,6 +51,30 @@ func (f *fireTimer) Fire(ctx context.Context, p store.FireParams) (store.FireRes
 	return res, err
 }
 
+// FireMany times each fire of a batch at the moment the batch returned
+// (committed), as Fire does for one.
+func (f *fireTimer) FireMany(ctx context.Context, ps []store.FireParams) ([]store.FireOutcome, error) {
+	outs, err := f.Store.FireMany(ctx, ps)
+	if err != nil {
+		return outs, err
+	}
+	now := f.clk.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, o := range outs {
+		res := o.Result
+		if o.Err != nil || res.AlreadyFired || res.Fire == nil || res.Fire.Outcome != store.FireQueued {
+			continue
+		}
+		f.lags = append(f.lags, ms(now.Sub(ps[i].Nominal)))
+		f.rec = append(f.rec, ms(res.Fire.Lag))
+		if len(f.lags) == f.want {
+			close(f.done)
+		}
+	}
+	return outs, err
+}
+
 // figFireLag measures figure 4: 1,000 cron automations due at the same
 // minute boundary, fired by one scheduler in a process that also runs the
 // run engine's peer loop (as every mcp-host process does).

@@ -158,6 +158,28 @@ type FireParams struct {
 	// Observation, when set, is recorded as the monitor's observation and
 	// any pending launch is cleared: the change is handed over.
 	Observation string
+	// Expect, when set, makes the fire conditional on the automation being
+	// as the caller saw it when it prepared the fire (see FireExpect).
+	Expect *FireExpect
+}
+
+// FireExpect is what a fire prepared ahead of its slot assumed: a
+// scheduler builds the run, Missed and NextDue of a slot before the slot
+// comes, from the automation as it read it then. At the fire the store
+// checks that the automation's revision (its spec: target, input,
+// trigger) and its cursor are still the ones given, and that no buffered
+// fire waits to be released first; otherwise the fire is refused with an
+// error wrapping ErrStale, nothing is written, and the caller fires the
+// slot again from a fresh read.
+type FireExpect struct {
+	Revision int64
+	Cursor   time.Time // the stored cursor (zero before the first slot)
+}
+
+// FireOutcome is one fire's result in FireMany: Result when Err is nil.
+type FireOutcome struct {
+	Result FireResult
+	Err    error
 }
 
 // FireResult says what a fire did.
@@ -252,6 +274,16 @@ type AutomationStore interface {
 	// AlreadyFired and writes nothing: racing schedulers never fire one
 	// slot twice. A paused automation is refused with ErrPaused.
 	Fire(ctx context.Context, p FireParams) (FireResult, error)
+	// FireMany records several fires in one operation (one transaction
+	// and one commit), as a scheduler does for every automation due at
+	// the same instant. Each fire is decided in order exactly as Fire
+	// decides it (a later fire of the same automation sees the earlier
+	// one) and gets its own outcome, in the order of ps: a fire refused
+	// (missing or paused automation, a failed expectation, a run id
+	// taken) writes nothing and leaves the others alone. The error is
+	// the operation's: when it is not nil no fire was written (for a
+	// *CommitError, as its outcome says) and the outcomes are nil.
+	FireMany(ctx context.Context, ps []FireParams) ([]FireOutcome, error)
 	// RecordAutomation updates an automation's State (see RecordParams).
 	RecordAutomation(ctx context.Context, p RecordParams) (*Automation, error)
 	// ListFires returns an automation's recent fires, newest first (at most
@@ -280,10 +312,12 @@ type FirePlan struct {
 }
 
 // PlanFire decides what p does to a. last is the automation's latest run
-// as stored now
-// (nil when it has none, or it is gone) and existing the fire already
-// recorded at p.Nominal (nil if none). Times are stored with millisecond
-// precision, so p's times are truncated to the millisecond.
+// as stored now, with its Status and FinishedAt/UpdatedAt (nil when it has
+// none, or it is gone), and existing the fire already recorded at
+// p.Nominal (nil if none). A latest run that settled without the
+// scheduler recording it is recorded in the new state (LastFinish,
+// LastStatus) before a new run replaces it. Times are stored with
+// millisecond precision, so p's times are truncated to the millisecond.
 func PlanFire(a *Automation, last *Run, existing *AutomationFire, p FireParams) (FirePlan, error) {
 	nominal := p.Nominal.UTC().Truncate(time.Millisecond)
 	actual := p.Actual.UTC().Truncate(time.Millisecond)
@@ -295,6 +329,12 @@ func PlanFire(a *Automation, last *Run, existing *AutomationFire, p FireParams) 
 	// The latest run is in flight unless its row says it settled, the
 	// scheduler recorded that it did, or it is gone.
 	running := st.InFlight() && last != nil && !last.Status.Settled()
+	if st.InFlight() && last != nil && last.Status.Settled() {
+		// The latest run settled and the scheduler has not recorded it
+		// yet: record it now, before a new run takes its place.
+		st = settledState(st, last, actual)
+		plan.State = st
+	}
 	if p.Release {
 		if existing == nil || existing.Outcome != FireBuffered || !st.Buffered.Equal(nominal) || running {
 			plan.Result = FireResult{Fire: existing, AlreadyFired: true}
@@ -314,6 +354,16 @@ func PlanFire(a *Automation, last *Run, existing *AutomationFire, p FireParams) 
 	if existing != nil || (!p.Manual && !nominal.After(st.Cursor)) {
 		plan.Result = FireResult{Fire: existing, AlreadyFired: true}
 		return plan, nil
+	}
+	if e := p.Expect; e != nil {
+		switch {
+		case e.Revision != a.Revision:
+			return plan, fmt.Errorf("fire prepared for automation %s: %w", a.Key, &StaleError{Kind: "automation", ID: a.ID, Expected: e.Revision, Actual: a.Revision})
+		case !e.Cursor.UTC().Truncate(time.Millisecond).Equal(a.State.Cursor):
+			return plan, fmt.Errorf("fire prepared for automation %s: its cursor moved since: %w", a.Key, ErrStale)
+		case !a.State.Buffered.IsZero():
+			return plan, fmt.Errorf("fire prepared for automation %s: a buffered fire waits to be released first: %w", a.Key, ErrStale)
+		}
 	}
 	f := &AutomationFire{AutomationID: a.ID, Nominal: nominal, Actual: actual, Lag: actual.Sub(nominal), Manual: p.Manual}
 	switch {
@@ -348,6 +398,27 @@ func PlanFire(a *Automation, last *Run, existing *AutomationFire, p FireParams) 
 	plan.Insert = true
 	plan.Result.Fire = f
 	return plan, nil
+}
+
+// settledState records that last, the latest run, settled, as of a fire
+// at actual. The finish is kept after the run's start and before actual,
+// so the state reads as not in flight until the new run starts and in
+// flight after.
+func settledState(st AutomationState, last *Run, actual time.Time) AutomationState {
+	at := last.FinishedAt
+	if at.IsZero() {
+		at = last.UpdatedAt
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	if !at.Before(actual) {
+		at = actual.Add(-time.Millisecond)
+	}
+	if at.Before(st.LastStart) {
+		at = st.LastStart
+	}
+	st.LastFinish = at
+	st.LastStatus = string(last.Status)
+	return st
 }
 
 func startRun(st *AutomationState, r *Run, at time.Time) {

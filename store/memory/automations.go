@@ -122,68 +122,93 @@ func (s *Store) DeleteAutomation(ctx context.Context, id string, expected int64)
 func (s *Store) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
 	var res store.FireResult
 	err := s.write(ctx, "automation.fire", func() error {
-		a, ok := s.autos.byID[p.AutomationID]
-		if !ok {
-			return &store.NotFoundError{Kind: "automation", ID: p.AutomationID}
-		}
-		var last *store.Run
-		if r, ok := s.runs.byID[a.State.LastRunID]; ok {
-			last = r
-		}
-		nominal := p.Nominal.UTC().Truncate(time.Millisecond)
-		fires := s.autos.fires[a.ID]
-		var existing *store.AutomationFire
-		at := slices.IndexFunc(fires, func(f *store.AutomationFire) bool { return f.Nominal.Equal(nominal) })
-		if at >= 0 {
-			c := *fires[at]
-			existing = &c
-		}
-		plan, err := store.PlanFire(a, last, existing, p)
-		if err != nil {
-			return err
-		}
-		if !plan.Insert && !plan.Update {
-			res = plan.Result
-			return nil
-		}
-		if plan.QueueRun {
-			// insert copies the run; check first so nothing changes on error.
-			if _, taken := s.runs.byID[plan.Result.Run.ID]; taken {
-				return fmt.Errorf("create run %s: %w", plan.Result.Run.ID, store.ErrExists)
-			}
-			if err := s.runs.insert(plan.Result.Run); err != nil {
-				return err
-			}
-		}
-		f := *plan.Result.Fire
-		if plan.Insert {
-			fires = append(fires, &f)
-			slices.SortFunc(fires, func(x, y *store.AutomationFire) int { return x.Nominal.Compare(y.Nominal) })
-			if n := len(fires); n > store.FireHistory {
-				fires = slices.Clone(fires[n-store.FireHistory:])
-			}
-		} else {
-			fires[at] = &f
-		}
-		s.autos.fires[a.ID] = fires
-		next := store.CloneAutomation(a)
-		next.State = plan.State
-		next.State.Pending = nil
-		if plan.State.Pending != nil {
-			c := *plan.State.Pending
-			next.State.Pending = &c
-		}
-		s.autos.byID[a.ID] = next
-		res = plan.Result
-		return nil
+		var err error
+		res, err = s.fire(p)
+		return err
 	})
 	if err != nil {
 		return store.FireResult{}, err
 	}
+	return res, nil
+}
+
+func (s *Store) FireMany(ctx context.Context, ps []store.FireParams) ([]store.FireOutcome, error) {
+	out := make([]store.FireOutcome, len(ps))
+	if len(ps) == 0 {
+		return out, nil
+	}
+	err := s.write(ctx, "automation.fire_many", func() error {
+		for i, p := range ps {
+			out[i].Result, out[i].Err = s.fire(p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fire decides and records one fire under the store lock. It checks
+// everything before it changes anything, so a refused fire changes
+// nothing. The result is the caller's own copy.
+func (s *Store) fire(p store.FireParams) (store.FireResult, error) {
+	a, ok := s.autos.byID[p.AutomationID]
+	if !ok {
+		return store.FireResult{}, &store.NotFoundError{Kind: "automation", ID: p.AutomationID}
+	}
+	var last *store.Run
+	if r, ok := s.runs.byID[a.State.LastRunID]; ok {
+		last = r
+	}
+	nominal := p.Nominal.UTC().Truncate(time.Millisecond)
+	fires := s.autos.fires[a.ID]
+	var existing *store.AutomationFire
+	at := slices.IndexFunc(fires, func(f *store.AutomationFire) bool { return f.Nominal.Equal(nominal) })
+	if at >= 0 {
+		c := *fires[at]
+		existing = &c
+	}
+	plan, err := store.PlanFire(a, last, existing, p)
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	res := plan.Result
 	if res.Fire != nil {
 		c := *res.Fire
 		res.Fire = &c
 	}
+	if !plan.Insert && !plan.Update {
+		return res, nil
+	}
+	if plan.QueueRun {
+		// insert copies the run; check first so nothing changes on error.
+		if _, taken := s.runs.byID[plan.Result.Run.ID]; taken {
+			return store.FireResult{}, fmt.Errorf("create run %s: %w", plan.Result.Run.ID, store.ErrExists)
+		}
+		if err := s.runs.insert(plan.Result.Run); err != nil {
+			return store.FireResult{}, err
+		}
+	}
+	f := *plan.Result.Fire
+	if plan.Insert {
+		fires = append(fires, &f)
+		slices.SortFunc(fires, func(x, y *store.AutomationFire) int { return x.Nominal.Compare(y.Nominal) })
+		if n := len(fires); n > store.FireHistory {
+			fires = slices.Clone(fires[n-store.FireHistory:])
+		}
+	} else {
+		fires[at] = &f
+	}
+	s.autos.fires[a.ID] = fires
+	next := store.CloneAutomation(a)
+	next.State = plan.State
+	next.State.Pending = nil
+	if plan.State.Pending != nil {
+		c := *plan.State.Pending
+		next.State.Pending = &c
+	}
+	s.autos.byID[a.ID] = next
 	return res, nil
 }
 

@@ -47,6 +47,7 @@ func mustGetAutomation(t *testing.T, s store.Store, id string) *store.Automation
 }
 
 func testAutomations(t *testing.T, newStore NewFunc) {
+	t.Run("fire many", func(t *testing.T) { t.Parallel(); testFireMany(t, newStore) })
 	t.Run("create get list", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
@@ -509,6 +510,328 @@ func testAutomations(t *testing.T, newStore NewFunc) {
 		}
 		if _, err := s.RecordAutomation(ctx, store.RecordParams{AutomationID: "aut_missing"}); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("record missing: %v", err)
+		}
+	})
+}
+
+// testFireMany: FireMany decides every fire of a batch exactly as Fire
+// would, each with its own outcome, in one operation.
+func testFireMany(t *testing.T, newStore NewFunc) {
+	slot := autT0.Add(time.Minute)
+	scheduled := func(id string, nominal time.Time, run string) store.FireParams {
+		return store.FireParams{AutomationID: id, Nominal: nominal, Actual: nominal.Add(3 * time.Millisecond), NextDue: nominal.Add(time.Minute), Run: newFireRun(run, id, nominal)}
+	}
+	t.Run("each fire gets its own outcome", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := open(t, newStore)
+		for _, id := range []string{"aut_ok", "aut_ok2", "aut_paused", "aut_edited", "aut_moved", "aut_past", "aut_taken", "aut_manual"} {
+			a := newTestAutomation(id, id)
+			a.Trigger = store.AutomationTrigger{Kind: store.TriggerCron, Cron: "* * * * *", TZ: "UTC"}
+			a.Enabled = id != "aut_paused"
+			mustCreateAutomation(t, s, a)
+		}
+		// aut_edited changed after the fire was prepared; aut_moved's
+		// cursor moved; aut_past's cursor is already at the slot;
+		// aut_taken's run id is taken; aut_manual was fired by hand at
+		// the very instant of the slot.
+		edit := mustGetAutomation(t, s, "aut_edited")
+		edit.Input = json.RawMessage(`{"who":"y"}`)
+		if err := s.UpdateAutomation(ctx, edit, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RecordAutomation(ctx, store.RecordParams{AutomationID: "aut_moved", Cursor: autT0.Add(30 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RecordAutomation(ctx, store.RecordParams{AutomationID: "aut_past", Cursor: slot}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateRun(ctx, newFireRun("run_taken", "x", slot)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fire(ctx, store.FireParams{AutomationID: "aut_manual", Nominal: slot, Actual: slot, Manual: true, Run: newFireRun("run_by_hand", "aut_manual", slot)}); err != nil {
+			t.Fatal(err)
+		}
+		expect := &store.FireExpect{Revision: 1}
+		ps := []store.FireParams{
+			scheduled("aut_ok", slot, "run_ok"),
+			scheduled("aut_paused", slot, "run_paused"),
+			scheduled("aut_missing", slot, "run_missing"),
+			scheduled("aut_edited", slot, "run_edited"),
+			scheduled("aut_moved", slot, "run_moved"),
+			scheduled("aut_past", slot, "run_past"),
+			scheduled("aut_taken", slot, "run_taken"),
+			scheduled("aut_manual", slot, "run_manual"),
+			scheduled("aut_ok2", slot, "run_ok2"),
+		}
+		for i := range ps {
+			ps[i].Expect = expect
+		}
+		ps[0].Missed = 2
+		outs, err := s.FireMany(ctx, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(outs) != len(ps) {
+			t.Fatalf("%d outcomes for %d fires", len(outs), len(ps))
+		}
+		for i, want := range []struct {
+			err     error
+			already bool
+		}{{}, {err: store.ErrPaused}, {err: store.ErrNotFound}, {err: store.ErrStale}, {err: store.ErrStale}, {already: true}, {err: store.ErrExists}, {already: true}, {}} {
+			o := outs[i]
+			switch {
+			case want.err != nil:
+				if !errors.Is(o.Err, want.err) {
+					t.Errorf("%s: err %v, want %v", ps[i].AutomationID, o.Err, want.err)
+				}
+			case o.Err != nil:
+				t.Errorf("%s: %v", ps[i].AutomationID, o.Err)
+			case o.Result.AlreadyFired != want.already:
+				t.Errorf("%s: %+v, want already fired %v", ps[i].AutomationID, o.Result, want.already)
+			case !want.already && (o.Result.Fire.Outcome != store.FireQueued || o.Result.Run == nil || o.Result.Fire.Lag != 3*time.Millisecond):
+				t.Errorf("%s: %+v %+v", ps[i].AutomationID, o.Result, o.Result.Fire)
+			}
+		}
+		var se *store.StaleError
+		if !errors.As(outs[3].Err, &se) || se.Expected != 1 || se.Actual != 2 {
+			t.Errorf("edited automation: %v, want a *StaleError from revision 1 to 2", outs[3].Err)
+		}
+		if outs[7].Result.Fire == nil || outs[7].Result.Fire.RunID != "run_by_hand" {
+			t.Errorf("the slot fired by hand reports %+v", outs[7].Result.Fire)
+		}
+		// Exactly the two fires that went through queued their runs.
+		if c := autCounts(s); c.Runs != 4 { // run_taken, run_by_hand, run_ok, run_ok2
+			t.Fatalf("%d runs, want 4", c.Runs)
+		}
+		for _, id := range []string{"run_ok", "run_ok2"} {
+			if _, err := s.GetRun(ctx, id); err != nil {
+				t.Fatalf("run %s: %v", id, err)
+			}
+		}
+		st := mustGetAutomation(t, s, "aut_ok").State
+		if !st.Cursor.Equal(slot) || st.Missed != 2 || st.Fires != 1 || st.LastRunID != "run_ok" || !st.NextDue.Equal(slot.Add(time.Minute)) || !st.InFlight() {
+			t.Fatalf("state after the batch: %+v", st)
+		}
+		for _, id := range []string{"aut_paused", "aut_edited", "aut_moved", "aut_taken"} {
+			if st := mustGetAutomation(t, s, id).State; st.Fires != 0 || st.LastRunID != "" {
+				t.Errorf("%s: a refused fire changed the state: %+v", id, st)
+			}
+			if fs, _ := s.ListFires(ctx, id, 0); len(fs) != 0 {
+				t.Errorf("%s: a refused fire was recorded: %+v", id, fs)
+			}
+		}
+		if fs, _ := s.ListFires(ctx, "aut_manual", 0); len(fs) != 1 || fs[0].RunID != "run_by_hand" {
+			t.Errorf("aut_manual fires: %+v", fs)
+		}
+		if outs, err := s.FireMany(ctx, nil); err != nil || len(outs) != 0 {
+			t.Fatalf("empty batch: %v, %v", outs, err)
+		}
+	})
+	t.Run("later fires of one automation see the earlier ones", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := open(t, newStore)
+		mustCreateAutomation(t, s, newTestAutomation("aut_a", "k")) // overlap skip
+		outs, err := s.FireMany(ctx, []store.FireParams{
+			scheduled("aut_a", slot, "run_1"),
+			scheduled("aut_a", slot, "run_2"),
+			scheduled("aut_a", slot.Add(time.Minute), "run_3"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if outs[0].Err != nil || outs[0].Result.Fire.Outcome != store.FireQueued {
+			t.Fatalf("first: %+v", outs[0])
+		}
+		if outs[1].Err != nil || !outs[1].Result.AlreadyFired || outs[1].Result.Fire.RunID != "run_1" {
+			t.Fatalf("the same slot again: %+v", outs[1])
+		}
+		if outs[2].Err != nil || outs[2].Result.Fire.Outcome != store.FireSkipped {
+			t.Fatalf("the next slot while run_1 is in flight: %+v", outs[2].Result.Fire)
+		}
+		st := mustGetAutomation(t, s, "aut_a").State
+		if st.Fires != 1 || st.Skipped != 1 || !st.Cursor.Equal(slot.Add(time.Minute)) || autCounts(s).Runs != 1 {
+			t.Fatalf("state %+v, %d runs", st, autCounts(s).Runs)
+		}
+	})
+	t.Run("a release in a batch", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := open(t, newStore)
+		a := newTestAutomation("aut_a", "k")
+		a.Overlap = store.OverlapBufferOne
+		mustCreateAutomation(t, s, a)
+		mustCreateAutomation(t, s, newTestAutomation("aut_b", "b"))
+		outs, err := s.FireMany(ctx, []store.FireParams{scheduled("aut_a", slot, "run_1"), scheduled("aut_a", slot.Add(time.Minute), "run_2")})
+		if err != nil || outs[1].Result.Fire.Outcome != store.FireBuffered {
+			t.Fatalf("buffered: %+v, %v", outs, err)
+		}
+		// While a fire is buffered, a fire prepared ahead is refused: the
+		// release comes first.
+		next := scheduled("aut_a", slot.Add(2*time.Minute), "run_3")
+		next.Expect = &store.FireExpect{Revision: 1, Cursor: slot.Add(time.Minute)}
+		if outs, err := s.FireMany(ctx, []store.FireParams{next, scheduled("aut_b", slot, "run_b")}); err != nil || !errors.Is(outs[0].Err, store.ErrStale) || outs[1].Err != nil {
+			t.Fatalf("prepared fire with a buffered one waiting: %+v, %v", outs, err)
+		}
+		settleFire(t, s, "aut_a", "run_1")
+		rel := store.FireParams{AutomationID: "aut_a", Nominal: slot.Add(time.Minute), Actual: slot.Add(2 * time.Minute), Release: true, Run: newFireRun("run_rel", "aut_a", slot)}
+		outs, err = s.FireMany(ctx, []store.FireParams{rel, scheduled("aut_b", slot.Add(time.Minute), "run_b2")})
+		if err != nil || outs[0].Err != nil || outs[0].Result.AlreadyFired || outs[0].Result.Fire.RunID != "run_rel" || outs[1].Err != nil {
+			t.Fatalf("release: %+v, %v", outs, err)
+		}
+		if st := mustGetAutomation(t, s, "aut_a").State; !st.Buffered.IsZero() || st.LastRunID != "run_rel" {
+			t.Fatalf("after the release: %+v", st)
+		}
+	})
+	t.Run("a settled latest run is recorded before the next", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := open(t, newStore)
+		mustCreateAutomation(t, s, newTestAutomation("aut_a", "k"))
+		mustCreateAutomation(t, s, newTestAutomation("aut_b", "b"))
+		if _, err := s.FireMany(ctx, []store.FireParams{scheduled("aut_a", slot, "run_1"), scheduled("aut_b", slot, "run_b")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ClaimRun(ctx, store.ClaimParams{ID: "run_1", Claim: "c1", PID: 1, Now: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SettleRun(ctx, store.SettleParams{ID: "run_1", Claim: "c1", Status: store.RunFailed, Error: "boom"}); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := s.GetRun(ctx, "run_1")
+		// The next fire comes after the settle (real clock), as it would.
+		next := time.Now().UTC().Truncate(time.Second).Add(time.Minute)
+		p := scheduled("aut_a", next, "run_2")
+		outs, err := s.FireMany(ctx, []store.FireParams{p, scheduled("aut_b", next, "run_b2")})
+		if err != nil || outs[0].Err != nil || outs[0].Result.Fire.Outcome != store.FireQueued {
+			t.Fatalf("fire after the settle: %+v, %v", outs, err)
+		}
+		st := mustGetAutomation(t, s, "aut_a").State
+		if st.LastRunID != "run_2" || !st.InFlight() || st.Fires != 2 || !st.LastFinish.Equal(r.FinishedAt) {
+			t.Fatalf("state: %+v; run_1 finished at %v", st, r.FinishedAt)
+		}
+		// The finish of run_1 is in the history until run_2 settles.
+		if st.LastStatus != "queued" {
+			t.Fatalf("last status %q, want queued (run_2)", st.LastStatus)
+		}
+	})
+	t.Run("many automations at one instant", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := open(t, newStore)
+		const n, slots = 75, store.FireHistory*2 + 3 // batches of unequal sizes; history pruned
+		var ps []store.FireParams
+		for i := range n {
+			a := newTestAutomation(fmt.Sprintf("aut_%03d", i), fmt.Sprintf("k%03d", i))
+			a.Overlap = store.OverlapAllow
+			mustCreateAutomation(t, s, a)
+		}
+		for k := 1; k <= slots; k++ {
+			nominal := autT0.Add(time.Duration(k) * time.Minute)
+			ps = ps[:0]
+			for i := range n {
+				id := fmt.Sprintf("aut_%03d", i)
+				ps = append(ps, scheduled(id, nominal, fmt.Sprintf("run_%03d_%02d", i, k)))
+			}
+			outs, err := s.FireMany(ctx, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range outs {
+				if o.Err != nil || o.Result.AlreadyFired || o.Result.Fire.Outcome != store.FireQueued || o.Result.Run.ID != ps[i].Run.ID {
+					t.Fatalf("slot %d, %s: %+v", k, ps[i].AutomationID, o)
+				}
+			}
+		}
+		// Again: every slot is taken.
+		outs, err := s.FireMany(ctx, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			if o.Err != nil || !o.Result.AlreadyFired {
+				t.Fatalf("a fired slot again: %+v", o)
+			}
+		}
+		if c := autCounts(s); c.Runs != n*slots {
+			t.Fatalf("%d runs, want %d", c.Runs, n*slots)
+		}
+		for i := range n {
+			id := fmt.Sprintf("aut_%03d", i)
+			fs, err := s.ListFires(ctx, id, 0)
+			if err != nil || len(fs) != store.FireHistory || !fs[0].Nominal.Equal(autT0.Add(slots*time.Minute)) {
+				t.Fatalf("%s: %d fires, newest %v, %v", id, len(fs), fs[0].Nominal, err)
+			}
+			if st := mustGetAutomation(t, s, id).State; st.Fires != slots || !st.Cursor.Equal(autT0.Add(slots*time.Minute)) {
+				t.Fatalf("%s: %+v", id, st)
+			}
+		}
+	})
+	t.Run("racing batches fire each slot once", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := open(t, newStore)
+		const n, racers = 10, 4
+		for i := range n {
+			a := newTestAutomation(fmt.Sprintf("aut_%d", i), fmt.Sprintf("k%d", i))
+			a.Overlap = store.OverlapAllow
+			mustCreateAutomation(t, s, a)
+		}
+		var wg sync.WaitGroup
+		queued := make(chan string, n*racers*3)
+		errs := make(chan error, racers)
+		for r := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 1; k <= 3; k++ {
+					nominal := autT0.Add(time.Duration(k) * time.Minute)
+					var ps []store.FireParams
+					for i := range n {
+						ps = append(ps, scheduled(fmt.Sprintf("aut_%d", i), nominal, fmt.Sprintf("run_%d_%d_%d", r, i, k)))
+					}
+					if r%2 == 1 { // half of them fire one at a time
+						for _, p := range ps {
+							res, err := s.Fire(ctx, p)
+							if err != nil {
+								errs <- err
+								return
+							}
+							if !res.AlreadyFired {
+								queued <- res.Run.ID
+							}
+						}
+						continue
+					}
+					outs, err := s.FireMany(ctx, ps)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, o := range outs {
+						if o.Err != nil {
+							errs <- o.Err
+							return
+						}
+						if !o.Result.AlreadyFired {
+							queued <- o.Result.Run.ID
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(queued)
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if len(queued) != n*3 {
+			t.Fatalf("%d runs queued for %d slots", len(queued), n*3)
+		}
+		if c := autCounts(s); c.Runs != n*3 {
+			t.Fatalf("%d runs stored, want %d", c.Runs, n*3)
 		}
 	})
 }

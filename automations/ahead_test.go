@@ -1,0 +1,362 @@
+package automations
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/store"
+)
+
+// countingStore counts the fires a scheduler hands to the store: the
+// sizes of its FireMany batches and its single Fire calls. batched is
+// signalled after each batch.
+type countingStore struct {
+	store.Store
+	mu      sync.Mutex
+	batches []int
+	singles int
+	batched chan struct{}
+}
+
+func (c *countingStore) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
+	c.mu.Lock()
+	c.singles++
+	c.mu.Unlock()
+	return c.Store.Fire(ctx, p)
+}
+
+func (c *countingStore) FireMany(ctx context.Context, ps []store.FireParams) ([]store.FireOutcome, error) {
+	outs, err := c.Store.FireMany(ctx, ps)
+	c.mu.Lock()
+	c.batches = append(c.batches, len(ps))
+	c.mu.Unlock()
+	if c.batched != nil {
+		c.batched <- struct{}{}
+	}
+	return outs, err
+}
+
+func (c *countingStore) counts() (batches []int, singles int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.batches...), c.singles
+}
+
+// versionedTargets are stubTargets whose definitions have a version.
+type versionedTargets struct {
+	*stubTargets
+	version atomic.Int64
+}
+
+func (v *versionedTargets) Version() (string, error) {
+	return strconv.FormatInt(v.version.Load(), 10), nil
+}
+
+// counted gives e a scheduler whose store counts fires, over targets with
+// a version.
+func (e *env) counted() (*countingStore, *versionedTargets) {
+	cs := &countingStore{Store: e.store}
+	vt := &versionedTargets{stubTargets: e.targets}
+	e.sched = New(Config{Store: cs, LocksDir: e.svc.LocksDir, Targets: vt, Workspace: e.dir, Clock: e.clock, Runs: e.runs})
+	return cs, vt
+}
+
+// tick sets the fake clock to at and runs one wake-up of the leader.
+func (e *env) tick(at time.Time) time.Time {
+	e.t.Helper()
+	e.clock.Set(at)
+	next := e.sched.tick(e.ctx)
+	e.sched.polls.Wait()
+	return next
+}
+
+// slot wakes the leader as its timers would around a slot: Ahead before
+// it (to prepare it), then at it.
+func (e *env) slot(at time.Time) {
+	e.t.Helper()
+	if wake := e.tick(at.Add(-e.sched.cfg.Ahead)); !wake.Equal(at) {
+		e.t.Fatalf("prepared %v ahead, the leader wakes at %v, want the slot", e.sched.cfg.Ahead, wake.Sub(t0))
+	}
+	e.tick(at)
+}
+
+func TestSlotIsPreparedAheadAndFiredInOneBatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cs, _ := e.counted()
+	const n = 5
+	var as []*store.Automation
+	for i := range n {
+		as = append(as, e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"}))
+	}
+	e.create(Spec{Key: "tidy", Every: "10m"})
+	e.targets.prepared.Store(0) // creating checks the target
+	slot := t0.Add(time.Minute)
+
+	// Long before the slot the leader only plans to wake up Ahead of it.
+	if wake := e.tick(t0.Add(10 * time.Second)); !wake.Equal(slot.Add(-e.sched.cfg.Ahead)) {
+		t.Fatalf("wake at %v, want Ahead before the slot", wake.Sub(t0))
+	}
+	if got := e.targets.prepared.Load(); got != 0 {
+		t.Fatalf("%d runs prepared a minute ahead", got)
+	}
+	// Ahead of it, the runs are prepared; nothing fires yet.
+	if wake := e.tick(slot.Add(-e.sched.cfg.Ahead)); !wake.Equal(slot) {
+		t.Fatalf("wake at %v, want the slot", wake.Sub(t0))
+	}
+	if got := e.targets.prepared.Load(); got != n {
+		t.Fatalf("%d runs prepared, want %d", got, n)
+	}
+	if e.runCount() != 0 {
+		t.Fatal("a prepared fire was committed before its slot")
+	}
+	// A pass in between (a notify) reuses what was prepared.
+	e.tick(slot.Add(-time.Second))
+	if got := e.targets.prepared.Load(); got != n {
+		t.Fatalf("%d runs prepared after a second pass, want %d", got, n)
+	}
+	// At the slot: one batch with every fire, committed at the slot.
+	e.tick(slot)
+	if batches, singles := cs.counts(); len(batches) != 1 || batches[0] != n || singles != 0 {
+		t.Fatalf("batches %v and %d single fires, want one batch of %d", batches, singles, n)
+	}
+	for _, a := range as {
+		fs := e.fires(a.ID)
+		if len(fs) != 1 || !fs[0].Nominal.Equal(slot) || fs[0].Lag != 0 || fs[0].Outcome != store.FireQueued {
+			t.Fatalf("%s: fires %v", a.Key, nominals(fs))
+		}
+		st := e.get(a.ID).State
+		if !st.Cursor.Equal(slot) || !st.NextDue.Equal(slot.Add(time.Minute)) || st.Fires != 1 || st.Missed != 0 {
+			t.Fatalf("%s: state %+v", a.Key, st)
+		}
+	}
+	if e.runCount() != n || e.targets.prepared.Load() != n {
+		t.Fatalf("%d runs, %d prepared, want %d", e.runCount(), e.targets.prepared.Load(), n)
+	}
+	// The next slot goes the same way.
+	e.slot(slot.Add(time.Minute))
+	if batches, singles := cs.counts(); len(batches) != 2 || batches[1] != n || singles != 0 {
+		t.Fatalf("batches %v and %d single fires", batches, singles)
+	}
+}
+
+// A prepared fire is only used while nothing it was built from changed;
+// otherwise the pass at the slot fires the slot from a fresh read.
+func TestPreparedFireGivesWayToChanges(t *testing.T) {
+	t.Parallel()
+	slot := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name   string
+		change func(e *env, vt *versionedTargets, a *store.Automation)
+		at     time.Time // when the leader wakes for the slot
+		check  func(t *testing.T, e *env, a *store.Automation)
+	}{
+		{
+			name: "input edited",
+			change: func(e *env, _ *versionedTargets, a *store.Automation) {
+				if _, err := e.svc.Update(e.ctx, UpdateParams{Ref: a.Key, Input: json.RawMessage(`{"n":2}`)}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, e *env, a *store.Automation) {
+				fs := e.fires(a.ID)
+				if len(fs) != 1 || !fs[0].Nominal.Equal(slot) {
+					t.Fatalf("fires %v", nominals(fs))
+				}
+				r, err := e.store.GetRun(e.ctx, fs[0].RunID)
+				if err != nil || string(r.Input) != `{"n":2}` {
+					t.Fatalf("fired run input %s, %v; want the edited input", r.Input, err)
+				}
+			},
+		},
+		{
+			name: "targets changed",
+			change: func(e *env, vt *versionedTargets, _ *store.Automation) {
+				vt.version.Add(1)
+			},
+			check: func(t *testing.T, e *env, a *store.Automation) {
+				if fs := e.fires(a.ID); len(fs) != 1 || !fs[0].Nominal.Equal(slot) {
+					t.Fatalf("fires %v", nominals(fs))
+				}
+				if got := e.targets.prepared.Load(); got != 2 {
+					t.Fatalf("%d runs prepared, want 2 (the first discarded)", got)
+				}
+			},
+		},
+		{
+			name: "paused",
+			change: func(e *env, _ *versionedTargets, a *store.Automation) {
+				if _, err := e.svc.Pause(e.ctx, a.Key, "maintenance"); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, e *env, a *store.Automation) {
+				if fs := e.fires(a.ID); len(fs) != 0 || e.runCount() != 0 {
+					t.Fatalf("fires %v of a paused automation", nominals(fs))
+				}
+			},
+		},
+		{
+			name: "deleted",
+			change: func(e *env, _ *versionedTargets, a *store.Automation) {
+				if _, err := e.svc.Delete(e.ctx, DeleteParams{Ref: a.Key}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, e *env, a *store.Automation) {
+				if e.runCount() != 0 {
+					t.Fatal("a deleted automation fired")
+				}
+			},
+		},
+		{
+			name: "slot fired by another scheduler",
+			change: func(e *env, _ *versionedTargets, _ *store.Automation) {
+				other := e.newScheduler()
+				e.clock.Set(slot)
+				other.step(e.ctx)
+			},
+			check: func(t *testing.T, e *env, a *store.Automation) {
+				if fs := e.fires(a.ID); len(fs) != 1 || e.runCount() != 1 {
+					t.Fatalf("fires %v, %d runs; want one", nominals(fs), e.runCount())
+				}
+			},
+		},
+		{
+			// Woken after the next slot: the prepared fire is not that
+			// slot's, so the pass decides (the latest slot fires, one
+			// second late; the prepared one is missed).
+			name: "woke after the next slot",
+			at:   slot.Add(time.Minute + time.Second),
+			check: func(t *testing.T, e *env, a *store.Automation) {
+				fs := e.fires(a.ID)
+				if len(fs) != 1 || !fs[0].Nominal.Equal(slot.Add(time.Minute)) || fs[0].Lag != time.Second {
+					t.Fatalf("fires %v", nominals(fs))
+				}
+				if st := e.get(a.ID).State; st.Missed != 1 {
+					t.Fatalf("missed %d, want 1", st.Missed)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			cs, vt := e.counted()
+			a := e.create(Spec{Key: "k", Cron: "* * * * *", TZ: "UTC", Input: json.RawMessage(`{"n":1}`)})
+			e.targets.prepared.Store(0) // creating checks the target
+			e.tick(slot.Add(-e.sched.cfg.Ahead))
+			if got := e.targets.prepared.Load(); got != 1 {
+				t.Fatalf("%d runs prepared", got)
+			}
+			if tc.change != nil {
+				tc.change(e, vt, a)
+			}
+			at := tc.at
+			if at.IsZero() {
+				at = slot
+			}
+			e.tick(at)
+			tc.check(t, e, a)
+			if _, singles := cs.counts(); singles > 1 {
+				t.Fatalf("%d single fires after the batch", singles)
+			}
+		})
+	}
+}
+
+// The overlap policies hold the same when fires are prepared ahead.
+func TestCronOverlapPoliciesWithPreparedFires(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		overlap  string
+		outcomes []string
+		runs     int
+	}{
+		{overlap: "skip", outcomes: []string{"queued", "skipped", "skipped", "queued"}, runs: 2},
+		{overlap: "allow", outcomes: []string{"queued", "queued", "queued", "queued"}, runs: 4},
+		{overlap: "buffer_one", outcomes: []string{"queued", "queued", "skipped", "queued"}, runs: 3},
+	} {
+		t.Run(tc.overlap, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			cs, _ := e.counted()
+			a := e.create(Spec{Key: "k", Cron: "* * * * *", TZ: "UTC", Overlap: tc.overlap})
+			for m := 1; m <= 3; m++ {
+				e.slot(t0.Add(time.Duration(m) * time.Minute))
+			}
+			e.runs.finish(e.fires(a.ID)[0].RunID, t0.Add(3*time.Minute+30*time.Second))
+			e.tick(t0.Add(3*time.Minute + 31*time.Second))
+			if tc.overlap == "buffer_one" {
+				f := e.fires(a.ID)[1]
+				if f.Outcome != store.FireQueued || !f.Nominal.Equal(t0.Add(2*time.Minute)) {
+					t.Fatalf("the buffered fire was not released: %+v", f)
+				}
+				e.runs.finish(f.RunID, t0.Add(3*time.Minute+40*time.Second))
+			}
+			e.slot(t0.Add(4 * time.Minute))
+			var got []string
+			for _, f := range e.fires(a.ID) {
+				got = append(got, f.Outcome)
+			}
+			if len(got) != len(tc.outcomes) {
+				t.Fatalf("outcomes %v, want %v", got, tc.outcomes)
+			}
+			for i := range got {
+				if got[i] != tc.outcomes[i] {
+					t.Fatalf("outcomes %v, want %v", got, tc.outcomes)
+				}
+			}
+			if n := e.runCount(); n != tc.runs {
+				t.Fatalf("%d runs, want %d", n, tc.runs)
+			}
+			if batches, _ := cs.counts(); len(batches) < 3 {
+				t.Fatalf("batches %v: the slots were not fired as prepared", batches)
+			}
+		})
+	}
+}
+
+// The leader's own timers: it wakes Ahead of the slot to prepare it and at
+// the slot to commit it, in one batch.
+func TestLeaderFiresPreparedSlotOnItsTimer(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cs := &countingStore{Store: e.store, batched: make(chan struct{}, 4)}
+	e.sched = New(Config{Store: cs, LocksDir: e.svc.LocksDir, Targets: e.targets, Workspace: e.dir, Clock: e.clock, Runs: e.runs, Check: time.Hour})
+	const n = 3
+	for i := range n {
+		e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"})
+	}
+	e.targets.prepared.Store(0) // creating checks the target
+	if err := e.sched.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.sched.Stop()
+	slot := t0.Add(time.Minute)
+	// waitIdle waits until the leader set its wake timer (the check timer
+	// is the other one).
+	waitIdle := func() {
+		waitFor(t, "the leader waits", func() bool { return e.sched.Leading() && e.clock.Timers() == 2 })
+	}
+	waitIdle()
+	e.clock.Set(slot.Add(-e.sched.cfg.Ahead))
+	waitFor(t, "the slot prepared", func() bool { return e.targets.prepared.Load() == n })
+	waitIdle()
+	if e.runCount() != 0 {
+		t.Fatal("fired before the slot")
+	}
+	e.clock.Set(slot)
+	<-cs.batched
+	if batches, singles := cs.counts(); len(batches) != 1 || batches[0] != n || singles != 0 {
+		t.Fatalf("batches %v, %d single fires; want one batch of %d", batches, singles, n)
+	}
+	if e.runCount() != n {
+		t.Fatalf("%d runs, want %d", e.runCount(), n)
+	}
+}
