@@ -19,6 +19,13 @@
 // descriptors are opened close-on-exec and are never inherited by child
 // processes.
 //
+// Things too numerous to have a lock file each (runs: thousands a minute,
+// each locked for a moment) use a Table instead: one permanent file whose
+// bytes are the locks, one per key, taken with byte-range locks of the
+// open file description (fcntl F_OFD_SETLK on Linux). They are the
+// kernel's too, released when their process dies, and a table never grows
+// the directory: locking and unlocking a key is one system call.
+//
 // Lock names are validated with ids.Validate before any path is built, and
 // every lock lives inside the directory it is given: there is no API to lock
 // an arbitrary path (and the SQLite database must never be locked with

@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 // runChild plays one role in a multi-process test:
 //
 //	hold <dir> <name>     take the lock, print "locked", hold it until stdin closes
+//	holdkey <dir> <table> <key>
+//	                      the same with a key of a lock table
 //	contend <dir> <name> <file> <n>
 //	                      print "ready", wait for a line on stdin, then n times:
 //	                      Acquire, append "begin <pid>" and "end <pid>" to file
@@ -45,6 +47,21 @@ func runChild(args []string) int {
 	switch role := args[0]; {
 	case role == "hold" && len(args) == 3:
 		l, err := TryLock(args[1], args[2])
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Println("locked")
+		_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until EOF
+		if err := l.Unlock(); err != nil {
+			return fail(err)
+		}
+		return 0
+	case role == "holdkey" && len(args) == 4:
+		t, err := OpenTable(args[1], args[2])
+		if err != nil {
+			return fail(err)
+		}
+		l, err := t.TryLock(args[3])
 		if err != nil {
 			return fail(err)
 		}

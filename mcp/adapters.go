@@ -3,11 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,10 +219,6 @@ type RunsParams struct {
 	Engine *runs.Engine
 	// Store is the engine's store; subscriptions poll it for run records.
 	Store store.RunStore
-	// OutputDir is where the engine writes journals (Workspace.OutputDir),
-	// whose sizes subscriptions poll; empty for an in-memory engine, whose
-	// journals are then read instead.
-	OutputDir string
 }
 
 // RunsService serves the run tools with a runs.Engine.
@@ -352,23 +344,11 @@ func (a runsAdapter) Version(ctx context.Context, id string) (RunVersion, error)
 		return RunVersion{}, err
 	}
 	v := RunVersion{Record: fmt.Sprintf("%d/%s", r.Revision, r.Status), Settled: r.Status.Settled()}
-	if a.p.OutputDir == "" {
-		out, err := a.p.Engine.ReadOutput(ctx, id, runs.ReadParams{Limit: 10000})
-		if err != nil {
-			return RunVersion{}, err
-		}
-		v.Output = out.Cursor
-		return v, nil
+	n, err := a.p.Engine.OutputSize(ctx, id)
+	if err != nil {
+		return RunVersion{}, fmt.Errorf("size journal of run %s: %w", id, err)
 	}
-	fi, err := os.Stat(filepath.Join(a.p.OutputDir, id+".jsonl"))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		v.Output = "0"
-	case err != nil:
-		return RunVersion{}, fmt.Errorf("stat journal of run %s: %w", id, err)
-	default:
-		v.Output = strconv.FormatInt(fi.Size(), 10)
-	}
+	v.Output = strconv.FormatInt(n, 10)
 	return v, nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
@@ -54,6 +56,13 @@ func BenchmarkLaunchToSettle(b *testing.B) {
 
 func benchEngine(b *testing.B, files map[string]string, inMemory bool) *Engine {
 	b.Helper()
+	return benchEngineSync(b, files, inMemory, "")
+}
+
+// benchEngineSync is benchEngine with the SQLite store's synchronous
+// setting ("" is the default, FULL).
+func benchEngineSync(b *testing.B, files map[string]string, inMemory bool, sync string) *Engine {
+	b.Helper()
 	root := b.TempDir()
 	dir := filepath.Join(root, ".cairn", "workflows")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -73,7 +82,7 @@ func benchEngine(b *testing.B, files map[string]string, inMemory bool) *Engine {
 		if err := ws.Prepare(); err != nil {
 			b.Fatal(err)
 		}
-		s, err := sqlite.Open(context.Background(), ws.DBPath(), sqlite.Options{})
+		s, err := sqlite.Open(context.Background(), ws.DBPath(), sqlite.Options{Synchronous: sync})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,4 +97,56 @@ func benchEngine(b *testing.B, files map[string]string, inMemory bool) *Engine {
 		st.Close()
 	})
 	return e
+}
+
+// BenchmarkThroughput launches b.N one-step no-op runs (a step whose
+// condition is false) from 16 goroutines and waits until every one has
+// settled: the workload of figure 1 of BENCHMARKS.md, without River.
+//
+//	go test -run '^$' -bench Throughput -benchtime 2000x ./runs/
+func BenchmarkThroughput(b *testing.B) {
+	files := map[string]string{
+		"noop.yaml": "steps:\n  - id: nothing\n    if: false\n    exec: [\"true\"]\n",
+		"slow.yaml": "steps:\n  - id: hold\n    exec: [\"sleep\", \"20\"]\n    safe_to_repeat: true\n",
+	}
+	for _, c := range []struct {
+		name     string
+		sync     string
+		inMemory bool
+	}{
+		{"sqlite-FULL", "FULL", false},
+		{"sqlite-NORMAL", "NORMAL", false},
+		{"memory", "", true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := benchEngineSync(b, files, c.inMemory, c.sync)
+			ctx := context.Background()
+			if err := e.Start(ctx); err != nil { // the peer loop runs, as in mcp-host
+				b.Fatal(err)
+			}
+			const launchers = 16
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for l := range launchers {
+				n := b.N / launchers
+				if l < b.N%launchers {
+					n++
+				}
+				wg.Go(func() {
+					for range n {
+						if _, err := e.Launch(ctx, LaunchParams{Target: "noop"}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for e.Executing() > 0 {
+				time.Sleep(100 * time.Microsecond)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+		})
+	}
 }

@@ -5,13 +5,23 @@
 //
 // # Ownership
 //
-// The process executing a run holds the lock locks/run-<id> (package
-// locks) and the run's claim token in the store. Every peer (each mcp-host
-// process with a started Engine, and `mcp-host worker`) adopts, on Start
-// and then every AdoptEvery, runs that are queued or running, or waiting
-// with a wake time that has come, whose lock is free; it resumes them from
-// the ledger. The kernel lock decides who owns a run; the claim token
-// fences the store writes of an owner that lost it.
+// The process executing a run holds the run's lock and the run's claim
+// token in the store. Run locks are the keys of one lock table,
+// locks/runs (locks.Table): the run id picks a byte of that file, locked
+// with an open file description lock (fcntl). Like a flock lock file, it
+// is released the instant the holding process dies, even by SIGKILL; but
+// taking or releasing it is one system call, and runs create no file in
+// locks/ (which holds the table and the few named lock files, whatever
+// the number of runs). Every peer (each mcp-host process with a started
+// Engine, and `mcp-host worker`) adopts, on Start and then every
+// AdoptEvery (100ms by default), runs that are queued or running, or
+// waiting with a wake time that has come, whose lock is free; it resumes
+// them from the ledger. A pass is one indexed query, and a lock test per
+// candidate. The kernel lock decides who owns a run; the claim token
+// fences the store writes of an owner that lost it. An owner polls the
+// store every CancelPoll, with one query for all the runs it executes, to
+// notice a cancel requested by another process (a cancel made in the
+// process reaches the execution at once).
 //
 // # Ledger
 //
@@ -24,6 +34,18 @@
 // durable sleep records its deadline at start, so a restart does not
 // restart the wait; sleeps longer than Options.ParkSleepsOver park the run
 // (status waiting) instead of holding a goroutine.
+//
+// A call's outcome is written with the run's next write rather than on
+// its own: a step skipped by its condition or failed before anything was
+// dispatched (no external effect), and a finished call's result, ride
+// with the next call's start, a park, or the settle (store.StepStart and
+// store.SettleParams take them), and are written before any wait. The
+// rule holds (nothing is dispatched before the start of its call is
+// stored, nor before the results of the calls before it are), and a
+// one-step run costs two writes (the launch, the settle), each further
+// exec step one. An outcome lost with its process is that of a call with
+// no effect, evaluated again, or of a call the next owner finds started
+// and not finished, as after any crash.
 //
 // # Literals
 //
@@ -40,6 +62,16 @@
 // the result or error. It is append-only; readers (ReadOutput, Watch) keep
 // an incomplete last line until it completes, and report an owner that
 // vanished without an ending.
+//
+// An execution buffers its records and writes them, with one write(2),
+// before anything that takes time (starting a process, a request, a wait)
+// and at its end, keeping the file open meanwhile. A run that settles
+// without having written any (its steps started no process, made no
+// request and did not wait) keeps its journal in the store with its
+// settle (store.SettleParams.Journal) instead of creating a file: the
+// same bytes, which ReadOutput, Watch and OutputSize read transparently.
+// Journals are output history, not state: they are not fsynced, and the
+// records an execution buffered are lost if its process dies.
 //
 // # Processes
 //

@@ -39,10 +39,14 @@ type Options struct {
 	// another process.
 	OnChange func(runID string)
 
-	MaxConcurrent int           // runs executing at once that the peer loop adopts up to; default 8
-	AdoptEvery    time.Duration // peer loop period; default 1s
-	CancelPoll    time.Duration // how often an owner checks for a cancel request; default 250ms
-	KillGrace     time.Duration // SIGTERM to SIGKILL; default 5s
+	MaxConcurrent int // runs executing at once that the peer loop adopts up to; default 8
+	// AdoptEvery is the peer loop's period: how soon a run whose owner
+	// died, a queued run or a waiting run whose time came is picked up.
+	// A pass is one indexed query and a lock test per candidate; default
+	// 100ms.
+	AdoptEvery time.Duration
+	CancelPoll time.Duration // how often an owner checks for a cancel request; default 250ms
+	KillGrace  time.Duration // SIGTERM to SIGKILL; default 5s
 	// StopGrace is how long Stop lets a step in flight finish before it
 	// stops it (its run is then released with the step interrupted);
 	// default 10s.
@@ -73,8 +77,12 @@ type Engine struct {
 	clk      clock.Clock
 	log      *slog.Logger
 	journals journals
-	locker   locker
-	pid      int
+	// inlineJournals: a run that settles without having written its
+	// journal to a file keeps it in the store instead (file journals
+	// only: memory journals cost nothing).
+	inlineJournals bool
+	locker         locker
+	pid            int
 
 	base     context.Context // parent of every execution; ends StopGrace after Stop
 	cancel   context.CancelCauseFunc
@@ -87,6 +95,8 @@ type Engine struct {
 	loopDone chan struct{}
 	notify   chan struct{} // closed and replaced on every change
 	kick     chan struct{} // wakes the peer loop early
+	watching bool          // watchOwned runs
+	idle     chan struct{} // tells watchOwned that an execution ended
 	wg       sync.WaitGroup
 }
 
@@ -97,7 +107,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("new run engine: Store and Workspace are required")
 	}
 	opts.MaxConcurrent = cmp.Or(opts.MaxConcurrent, 8)
-	opts.AdoptEvery = cmp.Or(opts.AdoptEvery, time.Second)
+	opts.AdoptEvery = cmp.Or(opts.AdoptEvery, 100*time.Millisecond)
 	opts.CancelPoll = cmp.Or(opts.CancelPoll, 250*time.Millisecond)
 	opts.KillGrace = cmp.Or(opts.KillGrace, 5*time.Second)
 	opts.StopGrace = cmp.Or(opts.StopGrace, 10*time.Second)
@@ -115,6 +125,7 @@ func New(opts Options) (*Engine, error) {
 		active:   map[string]*execution{},
 		notify:   make(chan struct{}),
 		kick:     make(chan struct{}, 1),
+		idle:     make(chan struct{}, 1),
 		stopping: make(chan struct{}),
 	}
 	if e.targets == nil {
@@ -130,8 +141,9 @@ func New(opts Options) (*Engine, error) {
 		e.journals = newMemJournals()
 		e.locker = newMemLocker()
 	} else {
-		e.journals = fileJournals{dir: opts.Workspace.OutputDir()}
-		e.locker = fileLocker{dir: opts.Workspace.LocksDir()}
+		e.journals = &fileJournals{dir: opts.Workspace.OutputDir()}
+		e.inlineJournals = true
+		e.locker = &fileLocker{dir: opts.Workspace.LocksDir()}
 	}
 	e.base, e.cancel = context.WithCancelCause(context.Background())
 	return e, nil
@@ -211,7 +223,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 	if !p.Detach {
 		// Lock before the run exists, so no peer adopts it first, and
 		// store it claimed by this process: one write fewer.
-		if lock, err = e.locker.tryLock(runLock(r.ID)); err != nil {
+		if lock, err = e.locker.tryLock(r.ID); err != nil {
 			return nil, fmt.Errorf("launch %s: %w", wf.Name, err)
 		}
 		r.Status, r.OwnerPID, r.Claim = store.RunRunning, e.pid, ids.New("claim")
@@ -239,8 +251,6 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 	}
 	return out, nil
 }
-
-func runLock(id string) string { return "run-" + id }
 
 // launchedRun is what Launch parsed and validated: the workflow its
 // literals hold and the validated input.
@@ -394,7 +404,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
 	e.mu.Unlock()
 	if x != nil {
 		x.cancel(errCancelRequested)
-	} else if lock, err := e.locker.tryLock(runLock(id)); err == nil {
+	} else if lock, err := e.locker.tryLock(id); err == nil {
 		e.settleOrphanCancel(ctx, id, lock)
 	}
 	r, err = e.st.GetRun(ctx, id)
@@ -418,7 +428,13 @@ func (e *Engine) settleOrphanCancel(ctx context.Context, id string, lock unlocke
 		e.log.Warn("cancel run", "run", id, "err", err)
 		return
 	}
-	e.appendRecord(id, Record{Type: RecordEnd, Status: string(store.RunCancelled), Error: reason})
+	w := e.openJournal(id)
+	if size, err := e.journals.size(id); err == nil && size == 0 {
+		// The owner died before its first records reached the journal.
+		w.add(Record{Type: RecordStart, Run: id, Target: c.Run.Target})
+	}
+	w.add(Record{Type: RecordEnd, Status: string(store.RunCancelled), Error: reason})
+	w.close()
 	e.changed(id)
 }
 
@@ -437,7 +453,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (bool, error) {
 	if busy {
 		return false, nil
 	}
-	lock, err := e.locker.tryLock(runLock(id))
+	lock, err := e.locker.tryLock(id)
 	if errors.Is(err, locks.ErrHeld) {
 		return false, nil
 	}
@@ -523,6 +539,7 @@ func (e *Engine) Stop() {
 	e.wg.Wait()
 	hard.Stop()
 	e.cancel(errStopping)
+	e.locker.close()
 }
 
 func (e *Engine) kickLoop() {
@@ -534,7 +551,7 @@ func (e *Engine) kickLoop() {
 
 func (e *Engine) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	seen := newRevisionTracker()
+	seen := &changeTracker{}
 	for {
 		e.adopt(ctx)
 		if e.opts.OnChange != nil {
@@ -577,53 +594,38 @@ func (e *Engine) adopt(ctx context.Context) {
 	}
 }
 
-// revisionTracker remembers recent runs' revisions so the loop can tell
-// other processes' changes apart.
-type revisionTracker struct {
-	since time.Time
-	revs  map[string]int64
+// changeTracker is where the peer loop is in the store's sequence of run
+// changes.
+type changeTracker struct {
+	last  int64
+	ready bool // last is set
 }
 
-func newRevisionTracker() *revisionTracker {
-	return &revisionTracker{since: time.Now().Add(-time.Second), revs: map[string]int64{}}
-}
-
-// noticeChanges calls OnChange for runs other processes changed.
-func (e *Engine) noticeChanges(ctx context.Context, t *revisionTracker) {
-	// Look back a little: commits from other processes may land with an
-	// updated_at slightly older than ours.
-	from := t.since.Add(-2 * time.Second)
-	rs, _, err := e.st.ListRuns(ctx, store.RunFilter{UpdatedAfter: from, Limit: store.MaxListLimit})
-	if err != nil {
+// noticeChanges calls OnChange for each run changed since the last call
+// (changes of this engine included: a waiter ignores what it knew): one
+// indexed query that returns each change once.
+func (e *Engine) noticeChanges(ctx context.Context, t *changeTracker) {
+	if !t.ready {
+		last, err := e.st.LastRunChange(ctx)
+		if err != nil {
+			return
+		}
+		t.last, t.ready = last, true
 		return
 	}
-	newest := t.since
-	for _, r := range rs {
-		if t.revs[r.ID] != r.Revision {
-			if _, had := t.revs[r.ID]; had || r.UpdatedAt.After(t.since) {
-				e.opts.OnChange(r.ID)
-			}
-			t.revs[r.ID] = r.Revision
+	for {
+		cs, err := e.st.ChangedRuns(ctx, t.last, store.MaxListLimit)
+		if err != nil {
+			return
 		}
-		if r.UpdatedAt.After(newest) {
-			newest = r.UpdatedAt
+		for _, c := range cs {
+			e.opts.OnChange(c.ID)
+			t.last = c.Seq
 		}
-	}
-	t.since = newest
-	for id := range t.revs {
-		if !containsRun(rs, id) {
-			delete(t.revs, id)
+		if len(cs) < store.MaxListLimit || ctx.Err() != nil {
+			return
 		}
 	}
-}
-
-func containsRun(rs []*store.Run, id string) bool {
-	for _, r := range rs {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // startExecution registers and starts an execution of run id, which the
@@ -637,14 +639,31 @@ func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run, la
 	}
 	ctx, cancel := context.WithCancelCause(e.base)
 	x := &execution{e: e, id: id, lock: lock, ctx: ctx, cancel: cancel, claimed: claimed, launched: launched}
+	if claimed != nil {
+		x.claim = claimed.Claim
+	} else {
+		x.claim = ids.New("claim")
+	}
 	e.active[id] = x
 	e.wg.Add(1)
+	if !e.watching {
+		e.watching = true
+		e.wg.Add(1)
+		go e.watchOwned()
+	}
 	go func() {
 		defer e.wg.Done()
 		x.execute()
 		e.mu.Lock()
 		delete(e.active, id)
+		none := len(e.active) == 0
 		e.mu.Unlock()
+		if none {
+			select {
+			case e.idle <- struct{}{}:
+			default:
+			}
+		}
 		cancel(nil)
 		lock.Unlock()
 		e.changed(id)
@@ -653,27 +672,131 @@ func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run, la
 	return true
 }
 
-// locker takes run locks: flock files, or an in-process set.
+// runTable is the lock table (in the workspace's locks folder) holding
+// every run's lock.
+const runTable = "runs"
+
+// watchOwned polls the store every CancelPoll while this engine executes
+// runs, with one query for all of them: a cancel requested by another
+// process cancels the execution, and a run whose claim was replaced (taken
+// over) stops it. It returns when no execution is left.
+func (e *Engine) watchOwned() {
+	defer e.wg.Done()
+	t := time.NewTicker(e.opts.CancelPoll)
+	defer t.Stop()
+	for {
+		tick := false
+		select {
+		case <-t.C:
+			tick = true
+		case <-e.idle:
+		}
+		e.mu.Lock()
+		if len(e.active) == 0 {
+			e.watching = false
+			e.mu.Unlock()
+			return
+		}
+		var (
+			ids   []string
+			owned map[string]*execution
+		)
+		if tick {
+			owned = make(map[string]*execution, len(e.active))
+			for id, x := range e.active {
+				if x.owned.Load() {
+					ids = append(ids, id)
+					owned[id] = x
+				}
+			}
+		}
+		e.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		claims, err := e.st.RunClaims(e.base, ids)
+		if err != nil {
+			continue
+		}
+		for _, c := range claims {
+			x := owned[c.ID]
+			switch {
+			case c.Claim != x.claim && c.Status == store.RunRunning:
+				x.cancel(errLost)
+			case c.CancelRequested:
+				x.cancel(errCancelRequested)
+			}
+		}
+	}
+}
+
+// locker takes run locks, by run id: keys of the lock table locks/runs,
+// or an in-process set.
 type locker interface {
-	tryLock(name string) (unlocker, error)
-	isHeld(name string) (bool, error)
+	tryLock(runID string) (unlocker, error)
+	isHeld(runID string) (bool, error)
+	// close lets go of what the locker keeps open; it may be used again
+	// after.
+	close()
 }
 
 type unlocker interface{ Unlock() error }
 
-type fileLocker struct{ dir string }
+// fileLocker takes run locks in the table locks/runs, opened at first use.
+type fileLocker struct {
+	dir string
+	mu  sync.Mutex
+	t   *locks.Table
+}
 
-func (f fileLocker) tryLock(name string) (unlocker, error) {
-	l, err := locks.TryLock(f.dir, name)
+func (f *fileLocker) table(create bool) (*locks.Table, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.t != nil {
+		return f.t, nil
+	}
+	open := locks.OpenExistingTable
+	if create {
+		open = locks.OpenTable
+	}
+	t, err := open(f.dir, runTable)
+	if err != nil {
+		return nil, err
+	}
+	f.t = t
+	return t, nil
+}
+
+func (f *fileLocker) tryLock(id string) (unlocker, error) {
+	t, err := f.table(true)
+	if err != nil {
+		return nil, err
+	}
+	l, err := t.TryLock(id)
 	if err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-func (f fileLocker) isHeld(name string) (bool, error) {
-	_, held, err := locks.Describe(f.dir, name)
-	return held, err
+func (f *fileLocker) isHeld(id string) (bool, error) {
+	t, err := f.table(false)
+	if errors.Is(err, locks.ErrNoTable) {
+		return false, nil // no run was ever locked here
+	}
+	if err != nil {
+		return false, err
+	}
+	return t.Held(id)
+}
+
+func (f *fileLocker) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.t != nil {
+		f.t.Close()
+		f.t = nil
+	}
 }
 
 type memLocker struct {
@@ -683,35 +806,37 @@ type memLocker struct {
 
 func newMemLocker() *memLocker { return &memLocker{held: map[string]bool{}} }
 
-func (m *memLocker) tryLock(name string) (unlocker, error) {
-	if err := ids.Validate("lock name", name); err != nil {
+func (m *memLocker) tryLock(id string) (unlocker, error) {
+	if err := ids.Validate("run id", id); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.held[name] {
-		return nil, &locks.HeldError{Name: name, Holder: locks.Holder{PID: os.Getpid()}}
+	if m.held[id] {
+		return nil, &locks.HeldError{Name: id, Holder: locks.Holder{PID: os.Getpid()}}
 	}
-	m.held[name] = true
-	return &memLock{m: m, name: name}, nil
+	m.held[id] = true
+	return &memLock{m: m, id: id}, nil
 }
 
-func (m *memLocker) isHeld(name string) (bool, error) {
+func (m *memLocker) isHeld(id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.held[name], nil
+	return m.held[id], nil
 }
+
+func (m *memLocker) close() {}
 
 type memLock struct {
 	m    *memLocker
-	name string
+	id   string
 	once sync.Once
 }
 
 func (l *memLock) Unlock() error {
 	l.once.Do(func() {
 		l.m.mu.Lock()
-		delete(l.m.held, l.name)
+		delete(l.m.held, l.id)
 		l.m.mu.Unlock()
 	})
 	return nil

@@ -574,7 +574,7 @@ func orphan(t *testing.T, te *testEnv, target string, started map[string]bool) s
 	lits, _ := Literals(wf, in)
 	id := ids.New("run")
 	// Hold the run's lock while setting it up, so no peer adopts it halfway.
-	lock, err := te.e.locker.tryLock(runLock(id))
+	lock, err := te.e.locker.tryLock(id)
 	if err != nil {
 		t.Fatal(err)
 	}

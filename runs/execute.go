@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
@@ -40,14 +41,20 @@ type execution struct {
 	// launched what Launch parsed (the same bytes as its literals).
 	claimed  *store.Run
 	launched *launchedRun
+	// claim is the claim token (set before the execution starts), and
+	// owned says it is stored: the run is ours to watch.
+	claim string
+	owned atomic.Bool
 
 	run     *store.Run
-	claim   string
 	wf      *workflows.Workflow
 	input   map[string]any
 	ledger  map[callKey]*store.LedgerEntry
 	results map[string]workflows.StepResult
 	j       *journalWriter
+	// pending are call outcomes in x.ledger not written yet: they are
+	// written with the settle, or before any other write (see record).
+	pending []store.StepFinish
 }
 
 type callKey struct {
@@ -74,10 +81,8 @@ func (x *execution) execute() {
 	e := x.e
 	var c *store.Claimed
 	if x.claimed != nil {
-		x.claim = x.claimed.Claim
 		c = &store.Claimed{Run: x.claimed, PrevStatus: store.RunQueued}
 	} else {
-		x.claim = ids.New("claim")
 		var err error
 		c, err = e.st.ClaimRun(x.sctx(), store.ClaimParams{ID: x.id, Claim: x.claim, PID: e.pid, Now: e.now()})
 		if err != nil {
@@ -88,15 +93,14 @@ func (x *execution) execute() {
 			return
 		}
 	}
+	x.owned.Store(true)
 	x.run = c.Run
 	x.j = e.openJournal(x.id)
 	defer x.j.close()
 	x.noteClaim(c)
-	e.changed(x.id)
-
-	done := make(chan struct{})
-	defer close(done)
-	go x.watch(done)
+	if x.claimed == nil {
+		e.changed(x.id) // Launch announced a run it stored claimed already
+	}
 
 	if c.Run.CancelRequested {
 		x.finishFlow(flowCancel)
@@ -151,8 +155,15 @@ func (x *execution) execute() {
 // run.
 func (x *execution) noteClaim(c *store.Claimed) {
 	e := x.e
-	size, _ := e.journals.size(x.id)
-	if size == 0 {
+	var size int64 // a run fresh from Launch has no journal yet
+	if x.launched == nil {
+		var err error
+		if size, err = e.journals.size(x.id); err != nil {
+			size = -1 // cannot tell: do not keep the journal with the run
+		}
+	}
+	x.j.noFile = size == 0
+	if size <= 0 {
 		x.j.add(Record{Type: RecordStart, Run: x.id, Target: c.Run.Target, PID: e.pid})
 	}
 	switch {
@@ -163,31 +174,6 @@ func (x *execution) noteClaim(c *store.Claimed) {
 		x.j.add(Record{Type: RecordNote, PID: e.pid, Text: fmt.Sprintf("resumed by pid %d (wake time reached)", e.pid)})
 	default:
 		x.j.add(Record{Type: RecordNote, PID: e.pid, Text: fmt.Sprintf("resumed by pid %d", e.pid)})
-	}
-}
-
-// watch polls the run while it executes: a cancel request or a lost claim
-// ends the execution's context.
-func (x *execution) watch(done <-chan struct{}) {
-	t := time.NewTicker(x.e.opts.CancelPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-x.ctx.Done():
-			return
-		case <-t.C:
-		}
-		r, err := x.e.st.GetRun(x.sctx(), x.id)
-		switch {
-		case err != nil:
-			continue
-		case r.Claim != x.claim && r.Status == store.RunRunning:
-			x.cancel(errLost)
-		case r.CancelRequested:
-			x.cancel(errCancelRequested)
-		}
 	}
 }
 
@@ -223,6 +209,9 @@ func (x *execution) finishFlow(f flow) {
 	case flowCancel:
 		x.settle(store.RunCancelled, nil, "cancelled")
 	case flowRelease:
+		if x.flushPending() != flowNext {
+			return
+		}
 		if _, err := x.e.st.ReleaseRun(x.sctx(), x.id, x.claim); err != nil {
 			x.e.log.Warn("release run", "run", x.id, "err", err)
 			return
@@ -245,14 +234,23 @@ func (x *execution) storeFailed(what string, err error) flow {
 	return flowLost
 }
 
+// settle ends the run, with what is pending: call outcomes and, when the
+// run wrote nothing to a journal file, its journal (one write, no file).
 func (x *execution) settle(status store.RunStatus, result json.RawMessage, errText string) {
-	r, err := x.e.st.SettleRun(x.sctx(), store.SettleParams{ID: x.id, Claim: x.claim, Status: status, Result: result, Error: errText})
+	end := Record{Type: RecordEnd, Status: string(status), Result: result, Error: errText}
+	journal, inline := x.j.inline(end)
+	r, err := x.e.st.SettleRun(x.sctx(), store.SettleParams{ID: x.id, Claim: x.claim, Status: status, Result: result, Error: errText, Ledger: x.pending, Journal: journal})
 	if err != nil {
 		x.storeFailed("settle run", err)
 		return
 	}
+	x.pending = nil
 	x.run = r
-	x.j.add(Record{Type: RecordEnd, Status: string(status), Result: result, Error: errText})
+	if inline {
+		x.j.stored()
+		return
+	}
+	x.j.add(end)
 }
 
 func (x *execution) env() workflows.Env {
@@ -306,11 +304,9 @@ func (x *execution) step(st *workflows.Step) flow {
 			return x.failStep(st, 1, "if: "+err.Error())
 		}
 		if !ok {
-			en, err := x.e.st.FinishStep(x.sctx(), store.StepFinish{RunID: x.id, Claim: x.claim, Path: st.ID, Position: 1, Kind: string(st.Kind), Status: StepSkipped})
-			if err != nil {
-				return x.storeFailed("record skipped step", err)
-			}
-			x.ledger[callKey{st.ID, 1}] = en
+			// Nothing external happened: the skip is written with the
+			// next write (in the end, the settle).
+			en := x.record(st, 1, StepSkipped, nil, "")
 			x.results[st.ID] = resultOf(en)
 			x.j.add(Record{Type: RecordStep, Step: st.ID, Event: "skipped", Text: "condition is false: " + st.If.String()})
 			return flowNext
@@ -338,19 +334,17 @@ func (x *execution) step(st *workflows.Step) flow {
 		pos++
 		if x.ledger[callKey{st.ID, pos}] == nil && st.Retry.Backoff > 0 {
 			x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "retrying", Text: fmt.Sprintf("attempt %d of %d in %s", pos, st.Retry.Attempts, st.Retry.Backoff)})
-			if !x.wait(st.Retry.Backoff) {
-				return x.interruption()
+			if f := x.pause(st.Retry.Backoff); f != flowNext {
+				return f
 			}
 		}
 	}
 }
 
 // failStep records a call that failed before anything was dispatched and
-// fails the run.
+// fails the run (one write: the outcome rides with the settle).
 func (x *execution) failStep(st *workflows.Step, pos int, errText string) flow {
-	if _, err := x.e.st.FinishStep(x.sctx(), store.StepFinish{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), Status: StepFailed, Error: errText}); err != nil {
-		return x.storeFailed("record failed step", err)
-	}
+	x.record(st, pos, StepFailed, nil, errText)
 	x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "finished", Status: StepFailed, Error: errText})
 	return x.failRun(st, errText)
 }
@@ -404,6 +398,9 @@ func (x *execution) parkAmbiguous(st *workflows.Step, pos int) flow {
 }
 
 func (x *execution) park(q *store.Question, wake time.Time) flow {
+	if f := x.flushPending(); f != flowNext {
+		return f
+	}
 	r, err := x.e.st.ParkRun(x.sctx(), store.ParkParams{ID: x.id, Claim: x.claim, Question: q, WakeAt: wake})
 	if err != nil {
 		return x.storeFailed("park run", err)
@@ -417,7 +414,8 @@ func (x *execution) park(q *store.Question, wake time.Time) flow {
 	return flowDone
 }
 
-// start records a call's start (before its effect).
+// start records a call's start (before its effect), with the pending
+// outcomes.
 func (x *execution) start(st *workflows.Step, pos int, detail *stepDetail) (*store.LedgerEntry, error) {
 	var raw json.RawMessage
 	if detail != nil {
@@ -427,25 +425,73 @@ func (x *execution) start(st *workflows.Step, pos int, detail *stepDetail) (*sto
 		}
 		raw = b
 	}
-	en, err := x.e.st.StartStep(x.sctx(), store.StepStart{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), PID: x.e.pid, Detail: raw})
+	en, err := x.e.st.StartStep(x.sctx(), store.StepStart{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), PID: x.e.pid, Detail: raw, Ledger: x.pending})
 	if err != nil {
 		return nil, err
 	}
+	x.pending = nil
 	x.ledger[callKey{st.ID, pos}] = en
 	return en, nil
 }
 
-// finish records a call's outcome.
+// finish records a call's outcome: it is written with the run's next
+// write, before anything else is dispatched (the next call's start, a
+// park, a wait, or the settle).
 func (x *execution) finish(st *workflows.Step, pos int, status string, rec stepRecord, errText string) flow {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return x.storeFailed("encode step result", err)
 	}
-	en, err := x.e.st.FinishStep(x.sctx(), store.StepFinish{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), Status: status, Result: b, Error: errText})
-	if err != nil {
+	x.record(st, pos, status, b, errText)
+	return flowNext
+}
+
+// record notes call pos of st as finished, in x.ledger at once and in the
+// store with the next write (see pending). It returns the entry.
+func (x *execution) record(st *workflows.Step, pos int, status string, result json.RawMessage, errText string) *store.LedgerEntry {
+	key := callKey{st.ID, pos}
+	en := &store.LedgerEntry{RunID: x.id, Path: st.ID, Position: pos, Kind: string(st.Kind)}
+	if old := x.ledger[key]; old != nil {
+		c := *old
+		en = &c
+	}
+	en.State, en.Status, en.Result, en.Error = store.StepFinished, status, result, errText
+	en.FinishedAt = x.e.now().UTC().Truncate(time.Millisecond)
+	x.ledger[key] = en
+	x.pending = append(x.pending, store.StepFinish{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), Status: status, Result: result, Error: errText})
+	return en
+}
+
+// writePending writes the pending call outcomes.
+func (x *execution) writePending() error {
+	for len(x.pending) > 0 {
+		if _, err := x.e.st.FinishStep(x.sctx(), x.pending[0]); err != nil {
+			return err
+		}
+		x.pending = x.pending[1:]
+	}
+	x.pending = nil
+	return nil
+}
+
+// flushPending is writePending for a caller that wants a flow.
+func (x *execution) flushPending() flow {
+	if err := x.writePending(); err != nil {
 		return x.storeFailed("record step result", err)
 	}
-	x.ledger[callKey{st.ID, pos}] = en
+	return flowNext
+}
+
+// pause writes what is pending (call outcomes, journal records), then
+// waits d unless the execution ends or the engine stops first.
+func (x *execution) pause(d time.Duration) flow {
+	if f := x.flushPending(); f != flowNext {
+		return f
+	}
+	x.j.flush()
+	if !x.wait(d) {
+		return x.interruption()
+	}
 	return flowNext
 }
 
@@ -479,8 +525,10 @@ func (x *execution) sleepStep(st *workflows.Step, pos int, en *store.LedgerEntry
 	if remaining > x.e.opts.ParkSleepsOver {
 		return x.park(nil, until)
 	}
-	if remaining > 0 && !x.wait(remaining) {
-		return x.interruption()
+	if remaining > 0 {
+		if f := x.pause(remaining); f != flowNext {
+			return f
+		}
 	}
 	x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "finished", Status: StepSucceeded})
 	return x.finish(st, pos, StepSucceeded, stepRecord{Until: until}, "")
@@ -543,10 +591,10 @@ func (x *execution) dispatch(st *workflows.Step, pos int) flow {
 			return x.storeFailed("record step start", err)
 		}
 		spec.onStart = func(pid int) {
-			x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", PID: pid})
+			x.j.write(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", PID: pid})
 		}
 		spec.onLine = func(stream, line string) {
-			x.j.add(Record{Type: RecordText, Step: st.ID, Stream: stream, Text: line})
+			x.j.write(Record{Type: RecordText, Step: st.ID, Stream: stream, Text: line})
 		}
 		res := runProcess(x.ctx, spec)
 		rec := stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
@@ -572,7 +620,7 @@ func (x *execution) dispatch(st *workflows.Step, pos int) flow {
 		if _, err := x.start(st, pos, nil); err != nil {
 			return x.storeFailed("record step start", err)
 		}
-		x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", Text: req.method + " " + req.redacted})
+		x.j.write(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", Text: req.method + " " + req.redacted})
 		rec, errText := x.doHTTP(st, req)
 		if x.ctx.Err() != nil {
 			return x.cutShort(st, pos, rec)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
@@ -73,24 +74,38 @@ type journalFile interface {
 
 // fileJournals keeps journals as files in dir (the workspace's output
 // folder), 0600.
-type fileJournals struct{ dir string }
+type fileJournals struct {
+	dir   string
+	dirOK atomic.Bool // dir was there at the last open
+}
 
-func (j fileJournals) path(id string) (string, error) {
+func (j *fileJournals) path(id string) (string, error) {
 	if err := ids.Validate("run id", id); err != nil {
 		return "", err
 	}
 	return filepath.Join(j.dir, id+".jsonl"), nil
 }
 
-func (j fileJournals) open(id string) (journalFile, error) {
+func (j *fileJournals) open(id string) (journalFile, error) {
 	p, err := j.path(id)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(j.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", p, err)
+	if !j.dirOK.Load() {
+		if err := os.MkdirAll(j.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open journal %s: %w", p, err)
+		}
+		j.dirOK.Store(true)
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The folder went away since: make it again.
+		j.dirOK.Store(false)
+		if err := os.MkdirAll(j.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open journal %s: %w", p, err)
+		}
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o600)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open journal %s: %w", p, err)
 	}
@@ -108,7 +123,7 @@ func (o osJournal) write(line []byte) error {
 
 func (o osJournal) close() error { return o.f.Close() }
 
-func (j fileJournals) reader(id string, off int64) (io.ReadCloser, error) {
+func (j *fileJournals) reader(id string, off int64) (io.ReadCloser, error) {
 	p, err := j.path(id)
 	if err != nil {
 		return nil, err
@@ -127,7 +142,7 @@ func (j fileJournals) reader(id string, off int64) (io.ReadCloser, error) {
 	return f, nil
 }
 
-func (j fileJournals) size(id string) (int64, error) {
+func (j *fileJournals) size(id string) (int64, error) {
 	p, err := j.path(id)
 	if err != nil {
 		return 0, err
@@ -189,53 +204,125 @@ func (m *memJournals) size(id string) (int64, error) {
 	return int64(len(m.data[id])), nil
 }
 
-// journalWriter writes one execution's records. A failed write is logged
-// once and execution goes on: output is history, not state.
+// journalWriter writes one execution's records. add buffers a record;
+// flush writes what is buffered with one write(2), opening (creating) the
+// journal at the first flush and keeping it open until close. An
+// execution flushes before anything that takes time (a process, a
+// request, a wait), so followers see records as they happen, while a run
+// that only evaluates conditions writes its journal once. A failed open
+// or write is logged once and execution goes on: output is history, not
+// state.
 type journalWriter struct {
 	e      *Engine
 	runID  string
 	mu     sync.Mutex
-	f      journalFile
+	f      journalFile // nil until the first flush
+	buf    []byte
+	failed bool // the journal could not be opened: records are dropped
+	closed bool
 	warned bool
+	// noFile says that the run has no journal file: its journal may be
+	// kept with the run when it settles (see inline).
+	noFile bool
 }
 
 func (e *Engine) openJournal(runID string) *journalWriter {
-	w := &journalWriter{e: e, runID: runID}
-	f, err := e.journals.open(runID)
-	if err != nil {
-		e.log.Warn("open run journal", "run", runID, "err", err)
-		w.warned = true
-	}
-	w.f = f
-	return w
+	return &journalWriter{e: e, runID: runID}
 }
 
+// add buffers a record for the next flush.
 func (w *journalWriter) add(r Record) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
-	if w.f == nil {
+	if !w.closed && !w.failed {
+		w.buf = appendRecord(w.buf, w.e.now(), r)
+	}
+	w.mu.Unlock()
+}
+
+// write adds a record and flushes.
+func (w *journalWriter) write(r Record) {
+	w.add(r)
+	w.flush()
+}
+
+// flush writes the buffered records.
+func (w *journalWriter) flush() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	if len(w.buf) == 0 {
 		w.mu.Unlock()
 		return
 	}
-	if err := w.f.write(encodeRecord(w.e.now(), r)); err != nil && !w.warned {
-		w.warned = true
-		w.e.log.Warn("write run journal", "run", w.runID, "err", err)
+	if w.f == nil {
+		f, err := w.e.journals.open(w.runID)
+		if err != nil {
+			w.warn("open run journal", err)
+			w.failed = true
+			w.buf = nil
+			w.mu.Unlock()
+			return
+		}
+		w.f = f
+	}
+	if err := w.f.write(w.buf); err != nil {
+		w.warn("write run journal", err)
+	}
+	if cap(w.buf) > 64<<10 {
+		w.buf = nil
+	} else {
+		w.buf = w.buf[:0]
 	}
 	w.mu.Unlock()
 	w.e.changed(w.runID)
 }
 
+// warn logs a journal error, once per writer. The caller holds w.mu.
+func (w *journalWriter) warn(what string, err error) {
+	if !w.warned {
+		w.warned = true
+		w.e.log.Warn(what, "run", w.runID, "err", err)
+	}
+}
+
+// inline returns the journal with the record end appended, to keep with
+// the run as it settles, when the run has no journal file and nothing was
+// flushed: ok is false otherwise. After a settle that stored it, call
+// stored.
+func (w *journalWriter) inline(end Record) (journal []byte, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.noFile || !w.e.inlineJournals || w.f != nil || w.failed || w.closed {
+		return nil, false
+	}
+	return appendRecord(bytes.Clone(w.buf), w.e.now(), end), true
+}
+
+// stored says that the journal inline returned is kept with the run: the
+// writer is done.
+func (w *journalWriter) stored() {
+	w.mu.Lock()
+	w.buf, w.closed = nil, true
+	w.mu.Unlock()
+	w.e.changed(w.runID)
+}
+
+// close flushes and closes the journal.
 func (w *journalWriter) close() {
 	if w == nil {
 		return
 	}
+	w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.closed = true
 	if w.f != nil {
-		if err := w.f.close(); err != nil && !w.warned {
-			w.e.log.Warn("close run journal", "run", w.runID, "err", err)
+		if err := w.f.close(); err != nil {
+			w.warn("close run journal", err)
 		}
 		w.f = nil
 	}
@@ -249,7 +336,8 @@ func (e *Engine) appendRecord(runID string, r Record) {
 	w.close()
 }
 
-func encodeRecord(now time.Time, r Record) []byte {
+// appendRecord appends r, encoded as one JSON line, to b.
+func appendRecord(b []byte, now time.Time, r Record) []byte {
 	if r.Time.IsZero() {
 		r.Time = now.UTC()
 	}
@@ -257,11 +345,11 @@ func encodeRecord(now time.Time, r Record) []byte {
 		r.Result = nil
 		r.Text = "the result is too large for the journal; read it from the run"
 	}
-	b, err := json.Marshal(r)
+	line, err := json.Marshal(r)
 	if err != nil {
-		b, _ = json.Marshal(Record{Time: r.Time, Type: RecordNote, Text: "unencodable record: " + err.Error()})
+		line, _ = json.Marshal(Record{Time: r.Time, Type: RecordNote, Text: "unencodable record: " + err.Error()})
 	}
-	return append(b, '\n')
+	return append(append(b, line...), '\n')
 }
 
 // readRecords reads complete records from rd, at most limit, and returns

@@ -103,6 +103,7 @@ func buildView(r *store.Run, ledger []*store.LedgerEntry, pending bool) *Run {
 		}
 	}
 	v := &Run{Run: *r, Steps: []Step{}}
+	v.Journal = nil // read with ReadOutput
 	kinds := map[string]string{}
 	if pending && len(r.Literals) > 0 {
 		if wf, _, err := parseLiterals(r.Literals); err == nil {

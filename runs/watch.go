@@ -1,7 +1,9 @@
 package runs
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"strconv"
 	"time"
 
@@ -30,8 +32,8 @@ type Output struct {
 	Status store.RunStatus `json:"status"`
 	// OwnerGone is the pid of an owner that vanished without an ending:
 	// the run is running, its lock is free, and nothing changed it since.
-	// A live peer adopts it within a second or so; the journal then says
-	// "resumed by pid N; previous owner pid M is gone".
+	// A live peer adopts it within its AdoptEvery (100ms by default); the
+	// journal then says "resumed by pid N; previous owner pid M is gone".
 	OwnerGone int `json:"owner_gone,omitempty"`
 }
 
@@ -94,6 +96,25 @@ func (e *Engine) ReadOutput(ctx context.Context, id string, p ReadParams) (*Outp
 	}
 }
 
+// OutputSize returns the length of run id's journal, which is the cursor
+// at its end: a follower that polls compares it to notice new output. A
+// journal kept with the run (see the package doc) is counted too; 0 when
+// the run has no output yet.
+func (e *Engine) OutputSize(ctx context.Context, id string) (int64, error) {
+	if err := ids.Validate("run id", id); err != nil {
+		return 0, err
+	}
+	n, err := e.journals.size(id)
+	if err != nil || n > 0 || !e.inlineJournals {
+		return n, err
+	}
+	r, err := e.st.GetRun(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(r.Journal)), nil
+}
+
 // readOnce reads what is there now. The run's status is read before the
 // journal, so a settled status means every record written before the
 // settle is in what follows.
@@ -102,8 +123,10 @@ func (e *Engine) readOnce(ctx context.Context, id string, off int64, limit int) 
 	if err != nil {
 		return nil, err
 	}
-	rd, err := e.journals.reader(id, off)
-	if err != nil {
+	var rd io.ReadCloser
+	if len(r.Journal) > 0 { // kept with the run
+		rd = io.NopCloser(bytes.NewReader(r.Journal[min(off, int64(len(r.Journal))):]))
+	} else if rd, err = e.journals.reader(id, off); err != nil {
 		return nil, err
 	}
 	recs, n, err := readRecords(rd, limit)
@@ -123,7 +146,7 @@ func (e *Engine) readOnce(ctx context.Context, id string, off int64, limit int) 
 	if !out.Done && r.Status.Settled() && len(recs) < limit {
 		// No end record (yet): done once the owner let go of the run,
 		// since it writes the end record before it does.
-		if held, err := e.locker.isHeld(runLock(id)); err == nil && !held {
+		if held, err := e.locker.isHeld(id); err == nil && !held {
 			out.Done = true
 		}
 	}
@@ -139,7 +162,7 @@ func (e *Engine) withOwnerCheck(ctx context.Context, out *Output) (*Output, erro
 	if r.Status != store.RunRunning || r.OwnerPID == 0 || e.now().Sub(r.UpdatedAt) < time.Second {
 		return out, nil
 	}
-	held, err := e.locker.isHeld(runLock(r.ID))
+	held, err := e.locker.isHeld(r.ID)
 	if err != nil || held {
 		return out, nil
 	}

@@ -76,7 +76,8 @@ type Run struct {
 
 	// OwnerPID is the process executing the run (0 when none claimed it,
 	// or after it parked or was released). It is for people: whether the
-	// owner is alive is decided by the run's lock, locks/run-<id>.
+	// owner is alive is decided by the run's lock (the run's key in the
+	// lock table locks/runs; see package runs).
 	OwnerPID int `json:"owner_pid,omitempty"`
 	// Claim is the owner's claim token; ledger writes and transitions by
 	// the owner name it, so a process that lost the run cannot write.
@@ -89,6 +90,10 @@ type Run struct {
 	// WakeAt, on a waiting run, is when it becomes runnable again without
 	// an answer (a durable sleep's end, an ask's timeout).
 	WakeAt time.Time `json:"wake_at,omitzero"`
+	// Journal is the output journal of a run that settled without ever
+	// writing it to a file, stored by SettleRun (see SettleParams). Only
+	// GetRun returns it.
+	Journal []byte `json:"-"`
 
 	Revision   int64     `json:"revision"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -120,11 +125,27 @@ type RunFilter struct {
 	Cursor       string // from a previous page; "" starts at the newest
 }
 
+// RunClaim is what an owner polls about a run it executes.
+type RunClaim struct {
+	ID              string
+	Status          RunStatus
+	Claim           string
+	CancelRequested bool
+}
+
+// RunChange is a run's latest change: its revision and the change's
+// number (see ChangedRuns).
+type RunChange struct {
+	ID       string
+	Revision int64
+	Seq      int64
+}
+
 // MaxListLimit bounds RunFilter.Limit.
 const MaxListLimit = 1000
 
 // ClaimParams take a run over for execution. The caller must hold the
-// run's lock (locks/run-<id>).
+// run's lock (see Run.OwnerPID).
 type ClaimParams struct {
 	ID    string
 	Claim string // a fresh token naming this claim
@@ -154,6 +175,18 @@ type SettleParams struct {
 	Status RunStatus // succeeded, failed or cancelled
 	Result json.RawMessage
 	Error  string
+	// Journal, when set, is the run's output journal, kept with the run:
+	// an owner that wrote nothing while the run executed stores it here
+	// instead of creating a file.
+	Journal []byte
+	// Ledger are step call outcomes recorded in the same operation, in
+	// order and before the settle, each exactly as FinishStep records it
+	// (their RunID and Claim are ignored: the settle's apply). An owner
+	// uses it for outcomes that need no write of their own: a step
+	// skipped by its condition or failed before anything was dispatched
+	// (no external effect), or the outcome of the run's last call. If
+	// one of them is refused, nothing is written.
+	Ledger []StepFinish
 }
 
 // AnswerParams answer the question a waiting run asks.
@@ -205,6 +238,10 @@ type StepStart struct {
 	Kind     string
 	PID      int
 	Detail   json.RawMessage
+	// Ledger are call outcomes recorded in the same operation, in order
+	// and before the start, as in SettleParams: an owner writes the
+	// outcome of one call with the start of the next.
+	Ledger []StepFinish
 }
 
 // StepFinish records a step call's outcome.
@@ -223,7 +260,8 @@ type StepFinish struct {
 //
 // Transitions are atomic and bump the run's revision. The owner's writes
 // (ParkRun, ReleaseRun, SettleRun, StartStep, FinishStep) name its claim
-// token and are refused with ErrNotOwner once another claim replaced it.
+// token and are refused with ErrNotOwner once another claim replaced it;
+// the runs they return have no Literals (the owner has them).
 // A missing run gives an error wrapping ErrNotFound; a transition the
 // run's status does not allow gives a *RunStateError.
 type RunStore interface {
@@ -242,6 +280,21 @@ type RunStore interface {
 	// CountPending counts runs that still need a process: queued, running,
 	// and waiting ones with a wake time.
 	CountPending(ctx context.Context) (int, error)
+	// RunClaims returns the status, claim and cancel request of those of
+	// the runs ids that exist, in no particular order: one query for all
+	// the runs an owner executes, to notice a cancel requested by another
+	// process or a run taken over.
+	RunClaims(ctx context.Context, ids []string) ([]RunClaim, error)
+	// ChangedRuns returns the runs whose latest change is numbered after
+	// after, in change order, at most limit (<= 0: MaxListLimit). Every
+	// write to a run (its creation included) gives it the next number of
+	// one sequence per store, in commit order: a poller that passes the
+	// last Seq it saw misses no change and sees none twice. Peers poll it
+	// to notice the changes other processes make.
+	ChangedRuns(ctx context.Context, after int64, limit int) ([]RunChange, error)
+	// LastRunChange returns the number of the latest change (0 before
+	// the first): where a poller starts.
+	LastRunChange(ctx context.Context) (int64, error)
 
 	// ClaimRun makes the caller the run's owner: status running, OwnerPID
 	// and Claim set; a question whose wake time came is cleared. Refused
@@ -254,7 +307,7 @@ type RunStore interface {
 	// ReleaseRun drops the owner's claim and leaves the run running, for
 	// another peer to adopt.
 	ReleaseRun(ctx context.Context, id, claim string) (*Run, error)
-	// SettleRun ends the owner's run.
+	// SettleRun ends the owner's run, recording p.Ledger first.
 	SettleRun(ctx context.Context, p SettleParams) (*Run, error)
 	// AnswerRun stores an answer in the ledger entry the open question
 	// names, clears the question and makes the run running again (without
@@ -267,9 +320,10 @@ type RunStore interface {
 	// owner to act on. A settled run gives a *RunStateError.
 	CancelRun(ctx context.Context, id, reason string) (*Run, error)
 
-	// StartStep records a step call's start (before its effect). A call
-	// already started is started again (Starts + 1, Answer cleared); a
-	// finished one is refused with an error wrapping ErrExists.
+	// StartStep records a step call's start (before its effect), after
+	// p.Ledger. A call already started is started again (Starts + 1,
+	// Answer cleared); a finished one is refused with an error wrapping
+	// ErrExists.
 	StartStep(ctx context.Context, p StepStart) (*LedgerEntry, error)
 	// FinishStep records a step call's outcome, creating the entry when
 	// the call never started. A finished call is refused with ErrExists.

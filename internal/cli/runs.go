@@ -40,8 +40,9 @@ type runsEnv struct {
 }
 
 // openRuns opens the workspace's store and a run engine. write is
-// openStore's run flag: only commands that run something set it.
-func (e *env) openRuns(ctx context.Context, write bool) (*runsEnv, error) {
+// openStore's run flag: only commands that run something set it. opts
+// adjust the engine's options.
+func (e *env) openRuns(ctx context.Context, write bool, opts ...func(*runs.Options)) (*runsEnv, error) {
 	ws, err := e.workspace()
 	if err != nil {
 		return nil, err
@@ -51,7 +52,11 @@ func (e *env) openRuns(ctx context.Context, write bool) (*runsEnv, error) {
 		return nil, err
 	}
 	_, inMemory := st.(*memory.Store)
-	eng, err := runs.New(runs.Options{Store: st, Workspace: ws, Logger: e.log, InMemory: e.dryRun || inMemory})
+	o := runs.Options{Store: st, Workspace: ws, Logger: e.log, InMemory: e.dryRun || inMemory}
+	for _, f := range opts {
+		f(&o)
+	}
+	eng, err := runs.New(o)
 	if err != nil {
 		st.Close()
 		return nil, err

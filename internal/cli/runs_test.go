@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,21 +109,70 @@ func (c *cliWS) waitFor(what string, cond func() bool) {
 	}
 }
 
-// stopWorker stops a background worker of this workspace, if one runs.
+// stopWorker stops the background workers of this workspace: the holder
+// of locks/worker and, where /proc tells, any worker process of this state
+// root still starting up (a command that started one returns at once, so
+// the test may end before the worker takes its lock).
 func (c *cliWS) stopWorker() {
-	h, held, err := locks.Describe(c.ws.LocksDir(), "worker")
-	if err != nil || !held || h.PID == 0 || h.PID == os.Getpid() {
-		return
+	pids := workerPIDs(c.state)
+	if h, held, err := locks.Describe(c.ws.LocksDir(), "worker"); err == nil && held && h.PID != 0 && h.PID != os.Getpid() && !slices.Contains(pids, h.PID) {
+		pids = append(pids, h.PID)
 	}
-	_ = syscall.Kill(h.PID, syscall.SIGTERM)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
 	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range pids {
+		for processAlive(pid) {
+			if time.Now().After(deadline) {
+				c.t.Errorf("worker pid %d did not stop", pid)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	for time.Now().Before(deadline) {
 		if _, held, _ := locks.Describe(c.ws.LocksDir(), "worker"); !held {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c.t.Errorf("worker pid %d did not stop", h.PID)
+	c.t.Errorf("locks/worker is still held")
+}
+
+// workerPIDs returns the processes running `worker` with state root
+// state, as /proc shows them (none without /proc).
+func workerPIDs(state string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if slices.Contains(args, "worker") && slices.Index(args, state) > 0 && args[slices.Index(args, state)-1] == "--state" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// processAlive reports whether pid runs (a zombie has ended).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: a zombie counts as alive
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
 }
 
 const cliHello = `name: hello

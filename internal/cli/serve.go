@@ -195,13 +195,9 @@ func (e *env) openHost(ctx context.Context) (*host, error) {
 	if err := sess.RecoverAll(ctx); err != nil {
 		e.log.Warn("recover session memory files", "err", err)
 	}
-	runsParams := mcp.RunsParams{Engine: h.engine, Store: st}
-	if !e.dryRun {
-		runsParams.OutputDir = ws.OutputDir()
-	}
 	srv = mcp.New(mcp.Params{
 		Version:     version(),
-		Runs:        mcp.RunsService(runsParams),
+		Runs:        mcp.RunsService(mcp.RunsParams{Engine: h.engine, Store: st}),
 		Sessions:    mcp.SessionsService(sess),
 		Automations: mcp.AutomationsService(autos),
 		Log:         e.log,

@@ -26,10 +26,13 @@ answered, and wakes runs whose durable sleep ended; it also fires the
 workspace's automations whenever it holds locks/scheduler. At most one worker
 runs per workspace; a second one exits at once.
 
-It stops on SIGINT or SIGTERM (a step in flight is stopped and its run left
-for the next peer), or after --idle with no work and no enabled automation (0: never). mcp-host run
---detach and mcp-host answer start one in the background when none runs; run
-it yourself from a terminal, a systemd user unit or launchd to keep one up.`,
+It stops on SIGINT or SIGTERM: a step still in flight a second later is
+stopped (SIGTERM to its process group, SIGKILL 5 seconds later) and its run
+left for the next peer, which runs the step again when it is safe to repeat
+and asks otherwise. It also stops after --idle with no work and no enabled
+automation (0: never). mcp-host run --detach and mcp-host answer start one in
+the background when none runs; run it yourself from a terminal, a systemd
+user unit or launchd to keep one up.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if e.dryRun {
@@ -39,7 +42,7 @@ it yourself from a terminal, a systemd user unit or launchd to keep one up.`,
 				return usagef("--idle %s: must not be negative", idle)
 			}
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, true)
+			re, err := e.openRuns(ctx, true, func(o *runs.Options) { o.StopGrace = workerStopGrace })
 			if err != nil {
 				return err
 			}
@@ -63,6 +66,13 @@ it yourself from a terminal, a systemd user unit or launchd to keep one up.`,
 	cmd.Flags().DurationVar(&idle, "idle", 60*time.Second, "exit after this long without work (0: never)")
 	return cmd
 }
+
+// workerStopGrace is how long a stopping worker lets a step in flight
+// finish before it stops it (SIGTERM to the step's process group, SIGKILL
+// after the engine's KillGrace) and releases its run for the next peer:
+// a worker told to stop (a signal, a service manager) exits within a few
+// seconds rather than the engine's default StopGrace.
+const workerStopGrace = time.Second
 
 // peerPart is one service a peer runs: the run engine's adoption loop
 // or the automations scheduler. Busy reports whether the part has

@@ -16,11 +16,21 @@ import (
 type runsData struct {
 	byID   map[string]*store.Run
 	ledger map[string][]*store.LedgerEntry // by run id, in seq order
+	seq    map[string]int64                // by run id: the number of its latest change
+	last   int64                           // the latest change number
+}
+
+// changed gives run id the next change number. The caller holds the
+// store's lock.
+func (d *runsData) changed(id string) {
+	d.last++
+	d.seq[id] = d.last
 }
 
 func (d *runsData) init() {
 	d.byID = make(map[string]*store.Run)
 	d.ledger = make(map[string][]*store.LedgerEntry)
+	d.seq = make(map[string]int64)
 }
 
 func (d *runsData) count() int { return len(d.byID) }
@@ -44,6 +54,7 @@ func (d *runsData) insert(r *store.Run) error {
 		r.Input = json.RawMessage("{}")
 	}
 	d.byID[r.ID] = cloneRun(r)
+	d.changed(r.ID)
 	return nil
 }
 
@@ -69,6 +80,7 @@ func cloneRun(r *store.Run) *store.Run {
 	c := *r
 	c.Input = cloneRaw(r.Input)
 	c.Literals = cloneRaw(r.Literals)
+	c.Journal = cloneRaw(r.Journal)
 	c.Result = cloneRaw(r.Result)
 	if r.Question != nil {
 		q := *r.Question
@@ -134,7 +146,9 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 			case f.Cursor != "" && !(r.CreatedAt.UnixMilli() < curMS || r.CreatedAt.UnixMilli() == curMS && r.ID < curID):
 				continue
 			}
-			out = append(out, cloneRun(r))
+			c := cloneRun(r)
+			c.Journal = nil // GetRun only
+			out = append(out, c)
 		}
 		return nil
 	})
@@ -160,7 +174,7 @@ func (s *Store) RunnableRuns(ctx context.Context, now time.Time, limit int) ([]*
 		for _, r := range s.runs.byID {
 			if r.Runnable(now) {
 				c := cloneRun(r)
-				c.Literals = nil
+				c.Literals, c.Journal = nil, nil
 				out = append(out, c)
 			}
 		}
@@ -218,6 +232,7 @@ func (s *Store) runWrite(ctx context.Context, kind, id string, check func(r *sto
 			commit()
 		}
 		s.runs.byID[id] = r
+		s.runs.changed(id)
 		out = cloneRun(r)
 		return nil
 	})
@@ -259,8 +274,17 @@ func (s *Store) ClaimRun(ctx context.Context, p store.ClaimParams) (*store.Claim
 	return &prev, nil
 }
 
+// ownerResult is a run an owner's write returns: without its literals,
+// as the SQLite store returns it.
+func ownerResult(r *store.Run, err error) (*store.Run, error) {
+	if r != nil {
+		r.Literals = nil
+	}
+	return r, err
+}
+
 func (s *Store) ParkRun(ctx context.Context, p store.ParkParams) (*store.Run, error) {
-	return s.runWrite(ctx, "run.park", p.ID, func(r *store.Run) (func(), error) {
+	return ownerResult(s.runWrite(ctx, "run.park", p.ID, func(r *store.Run) (func(), error) {
 		if err := owned(r, p.Claim); err != nil {
 			return nil, err
 		}
@@ -286,21 +310,21 @@ func (s *Store) ParkRun(ctx context.Context, p store.ParkParams) (*store.Run, er
 			r.WakeAt = p.WakeAt.UTC().Truncate(time.Millisecond)
 		}
 		return nil, nil
-	})
+	}))
 }
 
 func (s *Store) ReleaseRun(ctx context.Context, id, claim string) (*store.Run, error) {
-	return s.runWrite(ctx, "run.release", id, func(r *store.Run) (func(), error) {
+	return ownerResult(s.runWrite(ctx, "run.release", id, func(r *store.Run) (func(), error) {
 		if err := owned(r, claim); err != nil {
 			return nil, err
 		}
 		r.OwnerPID, r.Claim = 0, ""
 		return nil, nil
-	})
+	}))
 }
 
 func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run, error) {
-	return s.runWrite(ctx, "run.settle", p.ID, func(r *store.Run) (func(), error) {
+	return ownerResult(s.runWrite(ctx, "run.settle", p.ID, func(r *store.Run) (func(), error) {
 		if err := owned(r, p.Claim); err != nil {
 			return nil, err
 		}
@@ -310,11 +334,76 @@ func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run
 		if r.Status.Settled() {
 			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "settle"}
 		}
+		plan, err := s.runs.planFinishes(p.ID, p.Ledger)
+		if err != nil {
+			return nil, err
+		}
 		r.Status, r.Result, r.Error = p.Status, cloneRaw(p.Result), p.Error
+		if len(p.Journal) > 0 {
+			r.Journal = cloneRaw(p.Journal)
+		}
 		r.Claim, r.Question, r.WakeAt = "", nil, time.Time{}
 		r.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
-		return nil, nil
-	})
+		return plan.commit, nil
+	}))
+}
+
+// finishPlan is the ledger outcomes of one operation, checked, to store
+// with commit.
+type finishPlan struct {
+	d       *runsData
+	runID   string
+	changes []finishChange
+}
+
+type finishChange struct{ old, e *store.LedgerEntry }
+
+// planFinishes checks the outcomes fs of run id's calls, in order, without
+// changing anything. The caller holds the store's lock.
+func (d *runsData) planFinishes(id string, fs []store.StepFinish) (*finishPlan, error) {
+	p := &finishPlan{d: d, runID: id}
+	for _, f := range fs {
+		if f.Path == "" || f.Position < 1 {
+			return nil, fmt.Errorf("record step of run %s: bad call (path %q, position %d)", id, f.Path, f.Position)
+		}
+		f.RunID = id
+		var base *store.LedgerEntry
+		old := d.entry(id, f.Path, f.Position)
+		if e := p.planned(f.Path, f.Position); e != nil { // an earlier outcome of this operation
+			old, base = nil, e
+		}
+		if old != nil {
+			base = cloneEntry(old)
+		}
+		e, err := finishEntry(base, f)
+		if err != nil {
+			return nil, err
+		}
+		p.changes = append(p.changes, finishChange{old, e})
+	}
+	return p, nil
+}
+
+// planned returns the entry the plan gives call (path, pos), or nil.
+func (p *finishPlan) planned(path string, pos int) *store.LedgerEntry {
+	for _, c := range p.changes {
+		if c.e.Path == path && c.e.Position == pos {
+			return c.e
+		}
+	}
+	return nil
+}
+
+// commit stores the planned outcomes.
+func (p *finishPlan) commit() {
+	for _, c := range p.changes {
+		if c.old != nil {
+			*c.old = *c.e
+			continue
+		}
+		c.e.Seq = int64(len(p.d.ledger[p.runID]) + 1)
+		p.d.ledger[p.runID] = append(p.d.ledger[p.runID], c.e)
+	}
 }
 
 func (s *Store) AnswerRun(ctx context.Context, p store.AnswerParams) (*store.Run, error) {
@@ -352,6 +441,48 @@ func (s *Store) CancelRun(ctx context.Context, id, reason string) (*store.Run, e
 		}
 		return nil, nil
 	})
+}
+
+func (s *Store) RunClaims(ctx context.Context, ids []string) ([]store.RunClaim, error) {
+	var out []store.RunClaim
+	err := s.read(func() error {
+		for _, id := range ids {
+			if r, ok := s.runs.byID[id]; ok {
+				out = append(out, store.RunClaim{ID: r.ID, Status: r.Status, Claim: r.Claim, CancelRequested: r.CancelRequested})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) ChangedRuns(ctx context.Context, after int64, limit int) ([]store.RunChange, error) {
+	if limit <= 0 || limit > store.MaxListLimit {
+		limit = store.MaxListLimit
+	}
+	var out []store.RunChange
+	err := s.read(func() error {
+		for id, n := range s.runs.seq {
+			if n > after {
+				out = append(out, store.RunChange{ID: id, Revision: s.runs.byID[id].Revision, Seq: n})
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b store.RunChange) int { return cmp.Compare(a.Seq, b.Seq) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, err
+}
+
+func (s *Store) LastRunChange(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.read(func() error {
+		n = s.runs.last
+		return nil
+	})
+	return n, err
 }
 
 // entry returns the stored ledger entry (not a copy), or nil.
@@ -405,38 +536,100 @@ func (s *Store) stepWrite(ctx context.Context, kind string, runID, claim, path s
 }
 
 func (s *Store) StartStep(ctx context.Context, p store.StepStart) (*store.LedgerEntry, error) {
+	if len(p.Ledger) > 0 {
+		return s.startAfter(ctx, p)
+	}
 	return s.stepWrite(ctx, "run.step.start", p.RunID, p.Claim, p.Path, p.Position, func(e *store.LedgerEntry) (*store.LedgerEntry, error) {
-		if e == nil {
-			e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position}
-		} else if e.State == store.StepFinished {
-			return nil, fmt.Errorf("start step %s call %d of run %s: %w (it finished already)", p.Path, p.Position, p.RunID, store.ErrExists)
-		}
-		e.Kind = p.Kind
-		e.State = store.StepStarted
-		e.Starts++
-		e.Detail = cloneRaw(p.Detail)
-		e.Answer = nil
-		e.OwnerPID = p.PID
-		e.StartedAt = time.Now().UTC().Truncate(time.Millisecond)
-		return e, nil
+		return startEntry(e, p)
 	})
+}
+
+// startAfter is StartStep with outcomes recorded first.
+func (s *Store) startAfter(ctx context.Context, p store.StepStart) (*store.LedgerEntry, error) {
+	if p.Path == "" || p.Position < 1 {
+		return nil, fmt.Errorf("record step of run %s: bad call (path %q, position %d)", p.RunID, p.Path, p.Position)
+	}
+	var out *store.LedgerEntry
+	_, err := s.runWrite(ctx, "run.step.start", p.RunID, func(r *store.Run) (func(), error) {
+		if err := owned(r, p.Claim); err != nil {
+			return nil, err
+		}
+		if r.Status != store.RunRunning {
+			return nil, &store.RunStateError{ID: r.ID, Status: r.Status, Op: "step"}
+		}
+		plan, err := s.runs.planFinishes(p.RunID, p.Ledger)
+		if err != nil {
+			return nil, err
+		}
+		var base *store.LedgerEntry
+		old := s.runs.entry(p.RunID, p.Path, p.Position)
+		if e := plan.planned(p.Path, p.Position); e != nil {
+			old, base = nil, e
+		}
+		if old != nil {
+			base = cloneEntry(old)
+		}
+		e, err := startEntry(base, p)
+		if err != nil {
+			return nil, err
+		}
+		out = cloneEntry(e)
+		return func() {
+			plan.commit()
+			if old != nil {
+				*old = *e
+				return
+			}
+			e.Seq = int64(len(s.runs.ledger[p.RunID]) + 1)
+			out.Seq = e.Seq
+			s.runs.ledger[p.RunID] = append(s.runs.ledger[p.RunID], e)
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// startEntry applies a start to e (a copy, or nil when the call has no
+// entry yet) and returns the entry to store.
+func startEntry(e *store.LedgerEntry, p store.StepStart) (*store.LedgerEntry, error) {
+	if e == nil {
+		e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position}
+	} else if e.State == store.StepFinished {
+		return nil, fmt.Errorf("start step %s call %d of run %s: %w (it finished already)", p.Path, p.Position, p.RunID, store.ErrExists)
+	}
+	e.Kind = p.Kind
+	e.State = store.StepStarted
+	e.Starts++
+	e.Detail = cloneRaw(p.Detail)
+	e.Answer = nil
+	e.OwnerPID = p.PID
+	e.StartedAt = time.Now().UTC().Truncate(time.Millisecond)
+	return e, nil
 }
 
 func (s *Store) FinishStep(ctx context.Context, p store.StepFinish) (*store.LedgerEntry, error) {
 	return s.stepWrite(ctx, "run.step.finish", p.RunID, p.Claim, p.Path, p.Position, func(e *store.LedgerEntry) (*store.LedgerEntry, error) {
-		if e == nil {
-			e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position, Kind: p.Kind}
-		} else if e.State == store.StepFinished {
-			return nil, fmt.Errorf("finish step %s call %d of run %s: %w (its outcome is recorded)", p.Path, p.Position, p.RunID, store.ErrExists)
-		}
-		e.Kind = cmp.Or(e.Kind, p.Kind)
-		e.State = store.StepFinished
-		e.Status = p.Status
-		e.Result = cloneRaw(p.Result)
-		e.Error = p.Error
-		e.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
-		return e, nil
+		return finishEntry(e, p)
 	})
+}
+
+// finishEntry applies a finish to e (a copy, or nil when the call has no
+// entry yet) and returns the entry to store.
+func finishEntry(e *store.LedgerEntry, p store.StepFinish) (*store.LedgerEntry, error) {
+	if e == nil {
+		e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position, Kind: p.Kind}
+	} else if e.State == store.StepFinished {
+		return nil, fmt.Errorf("finish step %s call %d of run %s: %w (its outcome is recorded)", p.Path, p.Position, p.RunID, store.ErrExists)
+	}
+	e.Kind = cmp.Or(e.Kind, p.Kind)
+	e.State = store.StepFinished
+	e.Status = p.Status
+	e.Result = cloneRaw(p.Result)
+	e.Error = p.Error
+	e.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
+	return e, nil
 }
 
 func (s *Store) Ledger(ctx context.Context, runID string) ([]*store.LedgerEntry, error) {

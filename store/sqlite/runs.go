@@ -19,7 +19,11 @@ func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
 	return s.write(ctx, "run.create", func(tx *sql.Tx) error { return s.insertRun(ctx, tx, r) })
 }
 
-var qInsertRun = prepared("INSERT INTO runs (" + runColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING")
+// nextChange is the next number of the runs' change sequence (see
+// ChangedRuns): an index lookup.
+const nextChange = "(SELECT coalesce(max(change_seq), 0) + 1 FROM runs)"
+
+var qInsertRun = prepared("INSERT INTO runs (" + runColumns + ", change_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?," + nextChange + ") ON CONFLICT (id) DO NOTHING")
 
 // insertRun adds r inside tx, filling defaults (status, revision 1,
 // timestamps). Other writes that must queue a run in the same transaction
@@ -72,18 +76,31 @@ func runArgs(r *store.Run) ([]any, error) {
 		r.Revision, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), nullTime(r.StartedAt), nullTime(r.FinishedAt)}, nil
 }
 
+var (
+	qGetRun        = prepared("SELECT " + runColumns + " FROM runs WHERE id = ?")
+	qGetRunJournal = prepared("SELECT " + runColumns + ", journal FROM runs WHERE id = ?")
+)
+
 func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
+	var journal sql.NullString
+	r, err := scanRun(s.queryRow(ctx, qGetRunJournal, id), &journal)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "run", ID: id}
 	}
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	if journal.Valid {
+		r.Journal = []byte(journal.String)
+	}
+	return r, nil
 }
 
 // rowScanner is *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanRun(row rowScanner) (*store.Run, error) {
+// scanRun scans runColumns, then extra.
+func scanRun(row rowScanner, extra ...any) (*store.Run, error) {
 	var (
 		r                       store.Run
 		input, trig, literals   string
@@ -92,8 +109,9 @@ func scanRun(row rowScanner) (*store.Run, error) {
 		created, updated        int64
 		cancelRequested         bool
 	)
-	if err := row.Scan(&r.ID, &r.Target, &r.Status, &input, &literals, &trig, &r.SessionID, &result, &r.Error,
-		&r.OwnerPID, &r.Claim, &cancelRequested, &question, &wake, &r.Revision, &created, &updated, &started, &finished); err != nil {
+	dest := []any{&r.ID, &r.Target, &r.Status, &input, &literals, &trig, &r.SessionID, &result, &r.Error,
+		&r.OwnerPID, &r.Claim, &cancelRequested, &question, &wake, &r.Revision, &created, &updated, &started, &finished}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	r.CancelRequested = cancelRequested
@@ -211,7 +229,7 @@ func parseCursor(c string) (int64, string, error) {
 }
 
 func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*store.Run, error) {
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -227,31 +245,99 @@ func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*store.
 	return out, rows.Err()
 }
 
+var qRunnableRuns = prepared("SELECT " + strings.Replace(runColumns, "literals", "'' AS literals", 1) +
+	" FROM runs WHERE status IN ('queued', 'running') OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= ?) ORDER BY status = 'running', created_at, id LIMIT ?")
+
 func (s *Store) RunnableRuns(ctx context.Context, now time.Time, limit int) ([]*store.Run, error) {
 	if limit <= 0 {
 		limit = 50
 	}
-	cols := strings.Replace(runColumns, "literals", "'' AS literals", 1)
-	runs, err := s.queryRuns(ctx, "SELECT "+cols+" FROM runs WHERE status IN ('queued', 'running') OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= ?) ORDER BY status = 'running', created_at, id LIMIT ?",
-		now.UnixMilli(), limit)
+	runs, err := s.queryRuns(ctx, qRunnableRuns, now.UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list runnable runs: %w", err)
 	}
 	return runs, nil
 }
 
+var qCountPending = prepared("SELECT count(*) FROM runs WHERE status IN ('queued', 'running') OR (status = 'waiting' AND wake_at IS NOT NULL)")
+
 func (s *Store) CountPending(ctx context.Context) (int, error) {
 	var n int
-	err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE status IN ('queued', 'running') OR (status = 'waiting' AND wake_at IS NOT NULL)").Scan(&n)
+	err := s.queryRow(ctx, qCountPending).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count pending runs: %w", err)
 	}
 	return n, nil
 }
 
+var qRunClaims = prepared("SELECT id, status, claim, cancel_requested FROM runs WHERE id IN (SELECT value FROM json_each(?))")
+
+func (s *Store) RunClaims(ctx context.Context, ids []string) ([]store.RunClaim, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("read run claims: %w", err)
+	}
+	rows, err := s.query(ctx, qRunClaims, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("read run claims: %w", err)
+	}
+	defer rows.Close()
+	out := make([]store.RunClaim, 0, len(ids))
+	for rows.Next() {
+		var c store.RunClaim
+		if err := rows.Scan(&c.ID, &c.Status, &c.Claim, &c.CancelRequested); err != nil {
+			return nil, fmt.Errorf("read run claims: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read run claims: %w", err)
+	}
+	return out, nil
+}
+
+var (
+	qChangedRuns   = prepared("SELECT id, revision, change_seq FROM runs WHERE change_seq > ? ORDER BY change_seq LIMIT ?")
+	qLastRunChange = prepared("SELECT coalesce(max(change_seq), 0) FROM runs")
+)
+
+func (s *Store) ChangedRuns(ctx context.Context, after int64, limit int) ([]store.RunChange, error) {
+	if limit <= 0 || limit > store.MaxListLimit {
+		limit = store.MaxListLimit
+	}
+	rows, err := s.query(ctx, qChangedRuns, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list changed runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunChange
+	for rows.Next() {
+		var c store.RunChange
+		if err := rows.Scan(&c.ID, &c.Revision, &c.Seq); err != nil {
+			return nil, fmt.Errorf("list changed runs: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list changed runs: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) LastRunChange(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.queryRow(ctx, qLastRunChange).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read the last run change: %w", err)
+	}
+	return n, nil
+}
+
 // getRunTx reads a run inside a write transaction.
-func getRunTx(ctx context.Context, tx *sql.Tx, id string) (*store.Run, error) {
-	r, err := scanRun(tx.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
+func (s *Store) getRunTx(ctx context.Context, tx *sql.Tx, id string) (*store.Run, error) {
+	r, err := scanRun(s.txQueryRow(ctx, tx, qGetRun, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "run", ID: id}
 	}
@@ -262,10 +348,17 @@ func getRunTx(ctx context.Context, tx *sql.Tx, id string) (*store.Run, error) {
 }
 
 // ownedRunTx reads a run and checks that claim is its current claim.
-func ownedRunTx(ctx context.Context, tx *sql.Tx, id, claim string) (*store.Run, error) {
-	r, err := getRunTx(ctx, tx, id)
+// qGetOwnedRun reads a run for an owner's write, which neither needs nor
+// returns its literals.
+var qGetOwnedRun = prepared("SELECT " + strings.Replace(runColumns, "literals", "'' AS literals", 1) + " FROM runs WHERE id = ?")
+
+func (s *Store) ownedRunTx(ctx context.Context, tx *sql.Tx, id, claim string) (*store.Run, error) {
+	r, err := scanRun(s.txQueryRow(ctx, tx, qGetOwnedRun, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &store.NotFoundError{Kind: "run", ID: id}
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read run %s: %w", id, err)
 	}
 	if claim == "" || r.Claim != claim {
 		return nil, store.NotOwnerError(id)
@@ -273,8 +366,12 @@ func ownedRunTx(ctx context.Context, tx *sql.Tx, id, claim string) (*store.Run, 
 	return r, nil
 }
 
+var qUpdateRun = prepared(`UPDATE runs SET status = ?, result = ?, error = ?, owner_pid = ?, claim = ?,
+	cancel_requested = ?, question = ?, wake_at = ?, revision = ?, updated_at = ?, started_at = ?, finished_at = ?,
+	journal = coalesce(?, journal), change_seq = ` + nextChange + ` WHERE id = ?`)
+
 // updateRunTx writes r's mutable columns back with the next revision.
-func updateRunTx(ctx context.Context, tx *sql.Tx, r *store.Run) error {
+func (s *Store) updateRunTx(ctx context.Context, tx *sql.Tx, r *store.Run) error {
 	r.Revision++
 	r.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	var question any
@@ -285,10 +382,9 @@ func updateRunTx(ctx context.Context, tx *sql.Tx, r *store.Run) error {
 		}
 		question = string(b)
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, result = ?, error = ?, owner_pid = ?, claim = ?,
-		cancel_requested = ?, question = ?, wake_at = ?, revision = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+	_, err := s.exec(ctx, tx, qUpdateRun,
 		r.Status, nullJSON(r.Result), r.Error, r.OwnerPID, r.Claim, r.CancelRequested, question, nullTime(r.WakeAt),
-		r.Revision, r.UpdatedAt.UnixMilli(), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.ID)
+		r.Revision, r.UpdatedAt.UnixMilli(), nullTime(r.StartedAt), nullTime(r.FinishedAt), nullJSON(r.Journal), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", r.ID, err)
 	}
@@ -307,7 +403,7 @@ func (s *Store) runWrite(ctx context.Context, kind, id string, read func(tx *sql
 		if err := change(tx, r); err != nil {
 			return err
 		}
-		if err := updateRunTx(ctx, tx, r); err != nil {
+		if err := s.updateRunTx(ctx, tx, r); err != nil {
 			return err
 		}
 		out = r
@@ -322,7 +418,7 @@ func (s *Store) runWrite(ctx context.Context, kind, id string, read func(tx *sql
 func (s *Store) ClaimRun(ctx context.Context, p store.ClaimParams) (*store.Claimed, error) {
 	var prev store.Claimed
 	r, err := s.runWrite(ctx, "run.claim", p.ID,
-		func(tx *sql.Tx) (*store.Run, error) { return getRunTx(ctx, tx, p.ID) },
+		func(tx *sql.Tx) (*store.Run, error) { return s.getRunTx(ctx, tx, p.ID) },
 		func(tx *sql.Tx, r *store.Run) error {
 			if p.Claim == "" {
 				return fmt.Errorf("claim run %s: empty claim token", p.ID)
@@ -354,7 +450,7 @@ func claimRun(r *store.Run, p store.ClaimParams) {
 
 func (s *Store) ParkRun(ctx context.Context, p store.ParkParams) (*store.Run, error) {
 	return s.runWrite(ctx, "run.park", p.ID,
-		func(tx *sql.Tx) (*store.Run, error) { return ownedRunTx(ctx, tx, p.ID, p.Claim) },
+		func(tx *sql.Tx) (*store.Run, error) { return s.ownedRunTx(ctx, tx, p.ID, p.Claim) },
 		func(tx *sql.Tx, r *store.Run) error {
 			if r.Status != store.RunRunning {
 				return &store.RunStateError{ID: r.ID, Status: r.Status, Op: "park"}
@@ -384,7 +480,7 @@ func cloneQuestion(q *store.Question) *store.Question {
 
 func (s *Store) ReleaseRun(ctx context.Context, id, claim string) (*store.Run, error) {
 	return s.runWrite(ctx, "run.release", id,
-		func(tx *sql.Tx) (*store.Run, error) { return ownedRunTx(ctx, tx, id, claim) },
+		func(tx *sql.Tx) (*store.Run, error) { return s.ownedRunTx(ctx, tx, id, claim) },
 		func(tx *sql.Tx, r *store.Run) error {
 			r.OwnerPID, r.Claim = 0, ""
 			return nil
@@ -393,7 +489,7 @@ func (s *Store) ReleaseRun(ctx context.Context, id, claim string) (*store.Run, e
 
 func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run, error) {
 	return s.runWrite(ctx, "run.settle", p.ID,
-		func(tx *sql.Tx) (*store.Run, error) { return ownedRunTx(ctx, tx, p.ID, p.Claim) },
+		func(tx *sql.Tx) (*store.Run, error) { return s.ownedRunTx(ctx, tx, p.ID, p.Claim) },
 		func(tx *sql.Tx, r *store.Run) error {
 			if !p.Status.Settled() {
 				return fmt.Errorf("settle run %s: %q is not a final status", p.ID, p.Status)
@@ -401,16 +497,25 @@ func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run
 			if r.Status.Settled() {
 				return &store.RunStateError{ID: r.ID, Status: r.Status, Op: "settle"}
 			}
+			for _, f := range p.Ledger {
+				f.RunID, f.Claim = p.ID, p.Claim
+				if err := s.recordTx(ctx, tx, f); err != nil {
+					return err
+				}
+			}
 			r.Status, r.Result, r.Error = p.Status, p.Result, p.Error
+			r.Journal = p.Journal
 			r.Claim, r.Question, r.WakeAt = "", nil, time.Time{}
 			r.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
 			return nil
 		})
 }
 
+var qAnswerEntry = prepared("UPDATE run_ledger SET answer = ? WHERE run_id = ? AND path = ? AND position = ?")
+
 func (s *Store) AnswerRun(ctx context.Context, p store.AnswerParams) (*store.Run, error) {
 	return s.runWrite(ctx, "run.answer", p.ID,
-		func(tx *sql.Tx) (*store.Run, error) { return getRunTx(ctx, tx, p.ID) },
+		func(tx *sql.Tx) (*store.Run, error) { return s.getRunTx(ctx, tx, p.ID) },
 		func(tx *sql.Tx, r *store.Run) error {
 			if r.Status != store.RunWaiting || r.Question == nil {
 				return &store.RunStateError{ID: r.ID, Status: r.Status, Op: "answer"}
@@ -418,8 +523,7 @@ func (s *Store) AnswerRun(ctx context.Context, p store.AnswerParams) (*store.Run
 			if r.Question.ID != p.QuestionID {
 				return fmt.Errorf("answer run %s: question %q is no longer open: %w", r.ID, p.QuestionID, store.ErrStale)
 			}
-			res, err := tx.ExecContext(ctx, "UPDATE run_ledger SET answer = ? WHERE run_id = ? AND path = ? AND position = ?",
-				p.Answer, r.ID, r.Question.Step, r.Question.Position)
+			res, err := s.exec(ctx, tx, qAnswerEntry, p.Answer, r.ID, r.Question.Step, r.Question.Position)
 			if err != nil {
 				return fmt.Errorf("answer run %s: %w", r.ID, err)
 			}
@@ -434,7 +538,7 @@ func (s *Store) AnswerRun(ctx context.Context, p store.AnswerParams) (*store.Run
 
 func (s *Store) CancelRun(ctx context.Context, id, reason string) (*store.Run, error) {
 	return s.runWrite(ctx, "run.cancel", id,
-		func(tx *sql.Tx) (*store.Run, error) { return getRunTx(ctx, tx, id) },
+		func(tx *sql.Tx) (*store.Run, error) { return s.getRunTx(ctx, tx, id) },
 		func(tx *sql.Tx, r *store.Run) error { return cancelRun(r, reason) })
 }
 
@@ -484,8 +588,16 @@ func scanLedger(row rowScanner) (*store.LedgerEntry, error) {
 	return &e, nil
 }
 
-func getEntryTx(ctx context.Context, tx *sql.Tx, runID, path string, pos int) (*store.LedgerEntry, error) {
-	e, err := scanLedger(tx.QueryRowContext(ctx, "SELECT "+ledgerColumns+" FROM run_ledger WHERE run_id = ? AND path = ? AND position = ?", runID, path, pos))
+var (
+	qGetEntry  = prepared("SELECT " + ledgerColumns + " FROM run_ledger WHERE run_id = ? AND path = ? AND position = ?")
+	qPutEntry  = prepared("INSERT OR REPLACE INTO run_ledger (" + ledgerColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	qNextSeq   = prepared("SELECT coalesce(max(seq), 0) + 1 FROM run_ledger WHERE run_id = ?")
+	qRunExists = prepared("SELECT 1 FROM runs WHERE id = ?")
+	qLedger    = prepared("SELECT " + ledgerColumns + " FROM run_ledger WHERE run_id = ? ORDER BY seq")
+)
+
+func (s *Store) getEntryTx(ctx context.Context, tx *sql.Tx, runID, path string, pos int) (*store.LedgerEntry, error) {
+	e, err := scanLedger(s.txQueryRow(ctx, tx, qGetEntry, runID, path, pos))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -493,12 +605,12 @@ func getEntryTx(ctx context.Context, tx *sql.Tx, runID, path string, pos int) (*
 }
 
 // putEntryTx inserts or replaces a ledger entry.
-func putEntryTx(ctx context.Context, tx *sql.Tx, e *store.LedgerEntry) error {
+func (s *Store) putEntryTx(ctx context.Context, tx *sql.Tx, e *store.LedgerEntry) error {
 	var answer any
 	if e.Answer != nil {
 		answer = *e.Answer
 	}
-	_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO run_ledger ("+ledgerColumns+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	_, err := s.exec(ctx, tx, qPutEntry,
 		e.RunID, e.Path, e.Position, e.Seq, e.Kind, e.State, e.Status, e.Starts, nullJSON(e.Detail), nullJSON(e.Result),
 		e.Error, answer, e.OwnerPID, nullTime(e.StartedAt), nullTime(e.FinishedAt))
 	if err != nil {
@@ -507,9 +619,9 @@ func putEntryTx(ctx context.Context, tx *sql.Tx, e *store.LedgerEntry) error {
 	return nil
 }
 
-func nextSeqTx(ctx context.Context, tx *sql.Tx, runID string) (int64, error) {
+func (s *Store) nextSeqTx(ctx context.Context, tx *sql.Tx, runID string) (int64, error) {
 	var n int64
-	err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM run_ledger WHERE run_id = ?", runID).Scan(&n)
+	err := s.txQueryRow(ctx, tx, qNextSeq, runID).Scan(&n)
 	return n, err
 }
 
@@ -518,7 +630,7 @@ func nextSeqTx(ctx context.Context, tx *sql.Tx, runID string) (int64, error) {
 func (s *Store) stepWrite(ctx context.Context, kind, runID, claim string, change func(tx *sql.Tx, r *store.Run) (*store.LedgerEntry, error)) (*store.LedgerEntry, error) {
 	var out *store.LedgerEntry
 	_, err := s.runWrite(ctx, kind, runID,
-		func(tx *sql.Tx) (*store.Run, error) { return ownedRunTx(ctx, tx, runID, claim) },
+		func(tx *sql.Tx) (*store.Run, error) { return s.ownedRunTx(ctx, tx, runID, claim) },
 		func(tx *sql.Tx, r *store.Run) error {
 			if r.Status != store.RunRunning {
 				return &store.RunStateError{ID: r.ID, Status: r.Status, Op: "step"}
@@ -528,7 +640,7 @@ func (s *Store) stepWrite(ctx context.Context, kind, runID, claim string, change
 				return err
 			}
 			out = e
-			return putEntryTx(ctx, tx, e)
+			return s.putEntryTx(ctx, tx, e)
 		})
 	if err != nil {
 		return nil, err
@@ -541,12 +653,18 @@ func (s *Store) StartStep(ctx context.Context, p store.StepStart) (*store.Ledger
 		return nil, err
 	}
 	return s.stepWrite(ctx, "run.step.start", p.RunID, p.Claim, func(tx *sql.Tx, r *store.Run) (*store.LedgerEntry, error) {
-		e, err := getEntryTx(ctx, tx, p.RunID, p.Path, p.Position)
+		for _, f := range p.Ledger {
+			f.RunID, f.Claim = p.RunID, p.Claim
+			if err := s.recordTx(ctx, tx, f); err != nil {
+				return nil, err
+			}
+		}
+		e, err := s.getEntryTx(ctx, tx, p.RunID, p.Path, p.Position)
 		if err != nil {
 			return nil, err
 		}
 		if e == nil {
-			seq, err := nextSeqTx(ctx, tx, p.RunID)
+			seq, err := s.nextSeqTx(ctx, tx, p.RunID)
 			if err != nil {
 				return nil, err
 			}
@@ -577,23 +695,67 @@ func (s *Store) FinishStep(ctx context.Context, p store.StepFinish) (*store.Ledg
 	if err := checkCall(p.RunID, p.Path, p.Position); err != nil {
 		return nil, err
 	}
-	return s.stepWrite(ctx, "run.step.finish", p.RunID, p.Claim, func(tx *sql.Tx, r *store.Run) (*store.LedgerEntry, error) {
-		e, err := getEntryTx(ctx, tx, p.RunID, p.Path, p.Position)
+	var out *store.LedgerEntry
+	_, err := s.runWrite(ctx, "run.step.finish", p.RunID,
+		func(tx *sql.Tx) (*store.Run, error) { return s.ownedRunTx(ctx, tx, p.RunID, p.Claim) },
+		func(tx *sql.Tx, r *store.Run) error {
+			if r.Status != store.RunRunning {
+				return &store.RunStateError{ID: r.ID, Status: r.Status, Op: "step"}
+			}
+			e, err := s.finishTx(ctx, tx, p)
+			out = e
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// finishTx records a call's outcome in tx (the caller checked the owner).
+func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, p store.StepFinish) (*store.LedgerEntry, error) {
+	if err := checkCall(p.RunID, p.Path, p.Position); err != nil {
+		return nil, err
+	}
+	e, err := s.getEntryTx(ctx, tx, p.RunID, p.Path, p.Position)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		seq, err := s.nextSeqTx(ctx, tx, p.RunID)
 		if err != nil {
 			return nil, err
 		}
-		if e == nil {
-			seq, err := nextSeqTx(ctx, tx, p.RunID)
-			if err != nil {
-				return nil, err
-			}
-			e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position, Seq: seq, Kind: p.Kind}
-		} else if e.State == store.StepFinished {
-			return nil, fmt.Errorf("finish step %s call %d of run %s: %w (its outcome is recorded)", p.Path, p.Position, p.RunID, store.ErrExists)
-		}
-		finishEntry(e, p)
-		return e, nil
-	})
+		e = &store.LedgerEntry{RunID: p.RunID, Path: p.Path, Position: p.Position, Seq: seq, Kind: p.Kind}
+	} else if e.State == store.StepFinished {
+		return nil, fmt.Errorf("finish step %s call %d of run %s: %w (its outcome is recorded)", p.Path, p.Position, p.RunID, store.ErrExists)
+	}
+	finishEntry(e, p)
+	return e, s.putEntryTx(ctx, tx, e)
+}
+
+// qRecordOutcome records a call's outcome: a new entry for a call never
+// started, or the finish of a started one; nothing for a finished one.
+var qRecordOutcome = prepared(`INSERT INTO run_ledger (run_id, path, position, seq, kind, state, status, starts, result, error, owner_pid, finished_at)
+	VALUES (?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM run_ledger WHERE run_id = ?), ?, 'finished', ?, 0, ?, ?, 0, ?)
+	ON CONFLICT (run_id, path, position) DO UPDATE SET kind = CASE WHEN kind = '' THEN excluded.kind ELSE kind END, state = 'finished',
+	status = excluded.status, result = excluded.result, error = excluded.error, finished_at = excluded.finished_at WHERE state = 'started'`)
+
+// recordTx records a call's outcome in tx, as finishTx does, in one
+// statement and without reading the entry back.
+func (s *Store) recordTx(ctx context.Context, tx *sql.Tx, p store.StepFinish) error {
+	if err := checkCall(p.RunID, p.Path, p.Position); err != nil {
+		return err
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond).UnixMilli()
+	res, err := s.exec(ctx, tx, qRecordOutcome, p.RunID, p.Path, p.Position, p.RunID, p.Kind, p.Status, nullJSON(p.Result), p.Error, now)
+	if err != nil {
+		return fmt.Errorf("record step %s of run %s: %w", p.Path, p.RunID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return fmt.Errorf("finish step %s call %d of run %s: %w (its outcome is recorded)", p.Path, p.Position, p.RunID, store.ErrExists)
 }
 
 // finishEntry applies a finish to e.
@@ -621,13 +783,13 @@ func checkCall(runID, path string, pos int) error {
 
 func (s *Store) Ledger(ctx context.Context, runID string) ([]*store.LedgerEntry, error) {
 	var one int
-	if err := s.r.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?", runID).Scan(&one); err != nil {
+	if err := s.queryRow(ctx, qRunExists, runID).Scan(&one); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, &store.NotFoundError{Kind: "run", ID: runID}
 		}
 		return nil, fmt.Errorf("read ledger of run %s: %w", runID, err)
 	}
-	rows, err := s.r.QueryContext(ctx, "SELECT "+ledgerColumns+" FROM run_ledger WHERE run_id = ? ORDER BY seq", runID)
+	rows, err := s.query(ctx, qLedger, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of run %s: %w", runID, err)
 	}

@@ -65,6 +65,9 @@ func testRuns(t *testing.T, newStore NewFunc) {
 	t.Run("park and answer", func(t *testing.T) { t.Parallel(); testParkAnswer(t, open(t, newStore)) })
 	t.Run("settle and release", func(t *testing.T) { t.Parallel(); testSettleRelease(t, open(t, newStore)) })
 	t.Run("cancel", func(t *testing.T) { t.Parallel(); testCancel(t, open(t, newStore)) })
+	t.Run("settle with ledger outcomes", func(t *testing.T) { t.Parallel(); testSettleLedger(t, open(t, newStore)) })
+	t.Run("run claims", func(t *testing.T) { t.Parallel(); testRunClaims(t, open(t, newStore)) })
+	t.Run("changed runs", func(t *testing.T) { t.Parallel(); testChangedRuns(t, open(t, newStore)) })
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -494,5 +497,165 @@ func testCancel(t *testing.T, s store.Store) {
 	}
 	if _, err := s.CancelRun(ctx, "run_missing", ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("cancel of a missing run: %v", err)
+	}
+}
+
+func testSettleLedger(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	r := mustCreate(t, s, &store.Run{ID: "run_l"})
+	mustClaim(t, s, r.ID, "c")
+	if _, err := s.StartStep(ctx, store.StepStart{RunID: r.ID, Claim: "c", Path: "first", Position: 1, Kind: "exec", PID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	journal := []byte(`{"type":"start"}` + "\n" + `{"type":"end"}` + "\n")
+	done, err := s.SettleRun(ctx, store.SettleParams{ID: r.ID, Claim: "c", Status: store.RunSucceeded, Journal: journal, Ledger: []store.StepFinish{
+		{Path: "first", Position: 1, Status: "succeeded", Result: json.RawMessage(`{"stdout":"x"}`)},
+		{Path: "skipped", Position: 1, Kind: "exec", Status: "skipped"},
+	}})
+	if err != nil || done.Status != store.RunSucceeded || done.Revision != 4 {
+		t.Fatalf("settle with ledger: %+v %v", done, err)
+	}
+	led, err := s.Ledger(ctx, r.ID)
+	if err != nil || len(led) != 2 {
+		t.Fatalf("ledger: %+v %v", led, err)
+	}
+	if e := led[0]; e.Path != "first" || e.State != store.StepFinished || e.Status != "succeeded" || string(e.Result) != `{"stdout":"x"}` || e.Starts != 1 || e.Seq != 1 {
+		t.Fatalf("finished call: %+v", e)
+	}
+	if e := led[1]; e.Path != "skipped" || e.State != store.StepFinished || e.Status != "skipped" || e.Kind != "exec" || e.Starts != 0 || e.Seq != 2 || e.RunID != r.ID {
+		t.Fatalf("skipped call: %+v", e)
+	}
+	// The journal is kept with the run; only GetRun returns it.
+	if got, err := s.GetRun(ctx, r.ID); err != nil || string(got.Journal) != string(journal) {
+		t.Fatalf("GetRun journal %q, %v; want %q", got.Journal, err, journal)
+	}
+	if list, _, err := s.ListRuns(ctx, store.RunFilter{}); err != nil || len(list) != 1 || list[0].Journal != nil {
+		t.Fatalf("ListRuns: %+v %v", list, err)
+	}
+
+	// Outcomes ride with a start too, and a refused one refuses it.
+	g := mustCreate(t, s, &store.Run{ID: "run_g"})
+	mustClaim(t, s, g.ID, "c")
+	if _, err := s.StartStep(ctx, store.StepStart{RunID: g.ID, Claim: "c", Path: "one", Position: 1, Kind: "exec"}); err != nil {
+		t.Fatal(err)
+	}
+	two, err := s.StartStep(ctx, store.StepStart{RunID: g.ID, Claim: "c", Path: "two", Position: 1, Kind: "shell", PID: 9, Ledger: []store.StepFinish{
+		{Path: "one", Position: 1, Status: "succeeded", Result: json.RawMessage(`{"stdout":"1"}`)},
+		{Path: "skip", Position: 1, Kind: "exec", Status: "skipped"},
+	}})
+	if err != nil || two.State != store.StepStarted || two.Seq != 3 || two.Starts != 1 {
+		t.Fatalf("start with outcomes: %+v %v", two, err)
+	}
+	if _, err := s.StartStep(ctx, store.StepStart{RunID: g.ID, Claim: "c", Path: "three", Position: 1, Kind: "exec", Ledger: []store.StepFinish{
+		{Path: "x", Position: 1, Status: "skipped"}, {Path: "x", Position: 1, Status: "skipped"},
+	}}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("start with an outcome twice: %v, want ErrExists", err)
+	}
+	if _, err := s.StartStep(ctx, store.StepStart{RunID: g.ID, Claim: "c", Path: "four", Position: 1, Kind: "exec", Ledger: []store.StepFinish{
+		{Path: "four", Position: 1, Status: "skipped"},
+	}}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("start of a call finished in the same operation: %v, want ErrExists", err)
+	}
+	led, _ = s.Ledger(ctx, g.ID)
+	if len(led) != 3 || led[0].Path != "one" || led[0].State != store.StepFinished || string(led[0].Result) != `{"stdout":"1"}` || led[1].Path != "skip" || led[2].Path != "two" {
+		t.Fatalf("ledger after starts with outcomes: %+v", led)
+	}
+
+	// A refused outcome refuses the settle: nothing is written.
+	f := mustCreate(t, s, &store.Run{ID: "run_m"})
+	mustClaim(t, s, f.ID, "c")
+	if _, err := s.FinishStep(ctx, store.StepFinish{RunID: f.ID, Claim: "c", Path: "done", Position: 1, Kind: "exec", Status: "succeeded"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]store.StepFinish{
+		{{Path: "new", Position: 1, Status: "skipped"}, {Path: "done", Position: 1, Status: "failed"}},
+		{{Path: "twice", Position: 1, Status: "skipped"}, {Path: "twice", Position: 1, Status: "skipped"}},
+	} {
+		if _, err := s.SettleRun(ctx, store.SettleParams{ID: f.ID, Claim: "c", Status: store.RunFailed, Ledger: bad}); !errors.Is(err, store.ErrExists) {
+			t.Fatalf("settle with a recorded outcome again: %v, want ErrExists", err)
+		}
+	}
+	if _, err := s.SettleRun(ctx, store.SettleParams{ID: f.ID, Claim: "c", Status: store.RunFailed, Ledger: []store.StepFinish{{Path: "", Position: 1}}}); err == nil {
+		t.Fatal("settle with a bad call was accepted")
+	}
+	got, _ := s.GetRun(ctx, f.ID)
+	led, _ = s.Ledger(ctx, f.ID)
+	if got.Status != store.RunRunning || got.Claim != "c" || len(led) != 1 {
+		t.Fatalf("a refused settle wrote: %+v, ledger %+v", got, led)
+	}
+	if _, err := s.SettleRun(ctx, store.SettleParams{ID: f.ID, Claim: "other", Status: store.RunFailed, Ledger: []store.StepFinish{{Path: "x", Position: 1, Status: "skipped"}}}); !errors.Is(err, store.ErrNotOwner) {
+		t.Fatalf("settle by a non-owner: %v, want ErrNotOwner", err)
+	}
+}
+
+func testRunClaims(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, &store.Run{ID: "run_a"})
+	mustClaim(t, s, "run_a", "ca")
+	mustCreate(t, s, &store.Run{ID: "run_b"})
+	mustClaim(t, s, "run_b", "cb")
+	if _, err := s.CancelRun(ctx, "run_b", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, &store.Run{ID: "run_q"})
+	got, err := s.RunClaims(ctx, []string{"run_q", "run_missing", "run_b", "run_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]store.RunClaim{}
+	for _, c := range got {
+		byID[c.ID] = c
+	}
+	want := map[string]store.RunClaim{
+		"run_a": {ID: "run_a", Status: store.RunRunning, Claim: "ca"},
+		"run_b": {ID: "run_b", Status: store.RunRunning, Claim: "cb", CancelRequested: true},
+		"run_q": {ID: "run_q", Status: store.RunQueued},
+	}
+	if len(got) != len(want) || fmt.Sprint(byID) != fmt.Sprint(want) {
+		t.Fatalf("RunClaims = %+v, want %+v", got, want)
+	}
+	if got, err := s.RunClaims(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("RunClaims(nil) = %+v, %v", got, err)
+	}
+}
+
+func testChangedRuns(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	start, err := s.LastRunChange(ctx)
+	if err != nil || start != 0 {
+		t.Fatalf("LastRunChange of an empty store = %d, %v; want 0", start, err)
+	}
+	mustCreate(t, s, &store.Run{ID: "run_a"})
+	mustCreate(t, s, &store.Run{ID: "run_b"})
+	mustClaim(t, s, "run_a", "c")
+	got, err := s.ChangedRuns(ctx, 0, 0)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("ChangedRuns = %+v, %v; want both runs", got, err)
+	}
+	// In change order, each run once with its latest change.
+	if got[0].ID != "run_b" || got[0].Revision != 1 || got[1].ID != "run_a" || got[1].Revision != 2 || got[0].Seq >= got[1].Seq {
+		t.Fatalf("ChangedRuns = %+v, want run_b (rev 1) then run_a (rev 2)", got)
+	}
+	last, err := s.LastRunChange(ctx)
+	if err != nil || last != got[1].Seq {
+		t.Fatalf("LastRunChange = %d, %v; want %d", last, err, got[1].Seq)
+	}
+	if got, _ := s.ChangedRuns(ctx, last, 0); len(got) != 0 {
+		t.Fatalf("changes after the last one: %+v", got)
+	}
+	// A poller that passes the last number it saw sees each later change.
+	if _, err := s.SettleRun(ctx, store.SettleParams{ID: "run_a", Claim: "c", Status: store.RunSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CancelRun(ctx, "run_b", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.ChangedRuns(ctx, last, 1)
+	if err != nil || len(got) != 1 || got[0].ID != "run_a" || got[0].Revision != 3 || got[0].Seq <= last {
+		t.Fatalf("ChangedRuns after %d, limit 1 = %+v, %v; want run_a (rev 3)", last, got, err)
+	}
+	got, err = s.ChangedRuns(ctx, got[0].Seq, 0)
+	if err != nil || len(got) != 1 || got[0].ID != "run_b" || got[0].Revision != 2 {
+		t.Fatalf("ChangedRuns, next page = %+v, %v; want run_b (rev 2)", got, err)
 	}
 }

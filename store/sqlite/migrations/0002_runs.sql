@@ -19,12 +19,14 @@ CREATE TABLE runs (
   created_at       INTEGER NOT NULL, -- unix milliseconds
   updated_at       INTEGER NOT NULL,
   started_at       INTEGER,
-  finished_at      INTEGER
+  finished_at      INTEGER,
+  journal          TEXT,           -- the output journal, when kept with the run (not in a file)
+  change_seq       INTEGER NOT NULL -- every write takes the next number: see ChangedRuns
 );
 CREATE INDEX runs_created ON runs (created_at, id);
 CREATE INDEX runs_status ON runs (status, created_at, id);
 CREATE INDEX runs_target ON runs (target, created_at, id);
-CREATE INDEX runs_updated ON runs (updated_at);
+CREATE INDEX runs_change ON runs (change_seq);
 
 -- The ledger: per step path and call position, started/finished with the
 -- recorded result. The start is written before the step's effect is
