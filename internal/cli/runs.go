@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
@@ -646,7 +647,7 @@ type targetInfo struct {
 func (e *env) listCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the workflows this workspace can run, with their descriptions",
+		Short: "List the workflows this workspace can run, and its schedules with their last and next times",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, err := e.workspace()
@@ -654,10 +655,15 @@ func (e *env) listCommand() *cobra.Command {
 				return err
 			}
 			wfs, problems := runs.DirTargets(ws.WorkflowsDir()).List()
+			var st workspaceStatus // the workspace's automations, read-only
+			if err := readStore(cmd.Context(), ws.DBPath(), &st); err != nil {
+				return err
+			}
 			out := struct {
-				Targets []targetInfo `json:"targets"`
-				Errors  []string     `json:"errors"`
-			}{Targets: []targetInfo{}, Errors: []string{}}
+				Targets   []targetInfo          `json:"targets"`
+				Schedules []automations.Summary `json:"schedules"`
+				Errors    []string              `json:"errors"`
+			}{Targets: []targetInfo{}, Schedules: st.Schedules, Errors: []string{}}
 			for name, wf := range wfs {
 				out.Targets = append(out.Targets, targetInfo{Name: name, Description: wf.Description, File: filepath.Base(wf.File), Steps: len(wf.Steps), InputSchema: wf.InputSchema()})
 			}
@@ -677,6 +683,12 @@ func (e *env) listCommand() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\n", t.Name, oneLine(t.Description, 80))
 			}
 			tw.Flush()
+			if len(out.Schedules) > 0 {
+				e.printf("\nschedules:\n")
+				for _, a := range out.Schedules {
+					e.printf("  %s\n", scheduleLine(a))
+				}
+			}
 			for _, p := range out.Errors {
 				fmt.Fprintf(e.stdio.Err, "mcp-host: %s\n", p)
 			}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -539,5 +540,15 @@ steps:
 	code, out, _ := c.run("automations", "list", "--json")
 	if code != 0 || !strings.Contains(out, `"tick:0"`) {
 		t.Fatalf("automations list: exit %d: %s", code, out)
+	}
+	// list shows the schedule with its last and next times.
+	code, out, _ = c.run("list")
+	if code != 0 || !strings.Contains(out, "schedules:") || !strings.Contains(out, "tick:0") || !strings.Contains(out, "last 2") || !strings.Contains(out, "next 2") {
+		t.Fatalf("list: exit %d:\n%s", code, out)
+	}
+	code, out, _ = c.run("list", "--json")
+	var l struct{ Schedules []automations.Summary }
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Schedules) != 1 || l.Schedules[0].LastStart.IsZero() || l.Schedules[0].NextDue.IsZero() {
+		t.Fatalf("list --json: exit %d: %s", code, out)
 	}
 }
