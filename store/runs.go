@@ -370,3 +370,21 @@ func (e *RunStateError) Unwrap() error { return ErrRunState }
 func NotOwnerError(id string) error {
 	return fmt.Errorf("run %s: %w (another process took it over)", id, ErrNotOwner)
 }
+
+// SetCreateDefaults fills what a new run gets from every backend: status
+// queued unless set, revision 1, timestamps (milliseconds, UTC) and an
+// empty input object.
+func (r *Run) SetCreateDefaults(now time.Time) {
+	now = now.UTC().Truncate(time.Millisecond)
+	if r.Status == "" {
+		r.Status = RunQueued
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
+	r.UpdatedAt, r.Revision = now, 1
+	if len(r.Input) == 0 {
+		r.Input = json.RawMessage("{}")
+	}
+}

@@ -84,16 +84,9 @@ func (f *triggerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.every, "every", "", "interval, measured from the previous completion (30m, 1h); with --files or --url, the poll period")
 	fl.StringArrayVar(&f.files, "files", nil, "workspace-relative glob to watch (src/**/*.go); repeat for more")
 	fl.StringVar(&f.url, "url", "", "http(s) URL to poll; a change of its body launches a run")
-	fl.StringVar(&f.input, "input", "", "input of the runs, a JSON object")
+	fl.StringVar(&f.input, "input", "", "input of the runs: a JSON object, @FILE, or - for stdin")
 	fl.StringVar(&f.overlap, "overlap", "", "while a run is going: skip (default), allow or buffer_one")
 	fl.StringVar(&f.missed, "missed", "", "cron slots missed while no scheduler ran: skip (default) or once")
-}
-
-func rawInput(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
 }
 
 func (e *env) automationsCommand() *cobra.Command {
@@ -127,13 +120,17 @@ func (e *env) autoCreateCommand() *cobra.Command {
 			if f.cron == "" && f.every == "" && len(f.files) == 0 && f.url == "" {
 				return usagef("say when it fires: --cron, --every, --files or --url")
 			}
+			in, err := e.readInput(f.input)
+			if err != nil {
+				return err
+			}
 			a, err := e.openAutomations(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
 			defer a.close()
 			res, err := a.svc.Create(cmd.Context(), automations.CreateParams{Owner: owner, Spec: automations.Spec{
-				Key: key, Target: target, Input: rawInput(f.input),
+				Key: key, Target: target, Input: in,
 				Cron: f.cron, TZ: f.tz, Every: f.every, Files: f.files, URL: f.url,
 				Overlap: f.overlap, Missed: f.missed,
 			}})
@@ -297,7 +294,11 @@ func (e *env) autoUpdateCommand() *cobra.Command {
 		Short: "Change an automation (a new trigger replaces the old one)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p := automations.UpdateParams{Ref: args[0], Revision: revision, Input: rawInput(f.input)}
+			in, err := e.readInput(f.input)
+			if err != nil {
+				return err
+			}
+			p := automations.UpdateParams{Ref: args[0], Revision: revision, Input: in}
 			fl := cmd.Flags()
 			str := func(name string, v string) *string {
 				if fl.Changed(name) {
@@ -400,12 +401,16 @@ func (e *env) autoTriggerCommand() *cobra.Command {
 		Short: "Fire an automation now (its overlap policy applies)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := e.readInput(input)
+			if err != nil {
+				return err
+			}
 			a, err := e.openAutomations(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
 			defer a.close()
-			rep, err := a.svc.Trigger(cmd.Context(), automations.TriggerParams{Ref: args[0], Input: rawInput(input)})
+			rep, err := a.svc.Trigger(cmd.Context(), automations.TriggerParams{Ref: args[0], Input: in})
 			if err != nil {
 				return err
 			}
@@ -416,7 +421,7 @@ func (e *env) autoTriggerCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&input, "input", "", "input for this fire, a JSON object (default: the automation's)")
+	cmd.Flags().StringVar(&input, "input", "", "input for this fire: a JSON object, @FILE, or - for stdin (default: the automation's)")
 	return cmd
 }
 
@@ -452,12 +457,16 @@ attached, and exits 0 when it succeeded.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			in, err := e.readInput(input)
+			if err != nil {
+				return err
+			}
 			a, err := e.openAutomations(ctx, true)
 			if err != nil {
 				return err
 			}
 			defer a.close()
-			rep, err := a.svc.Roll(ctx, automations.TriggerParams{Ref: args[0], Input: rawInput(input)})
+			rep, err := a.svc.Roll(ctx, automations.TriggerParams{Ref: args[0], Input: in})
 			var held *locks.HeldError
 			switch {
 			case errors.As(err, &held):
@@ -477,14 +486,14 @@ attached, and exits 0 when it succeeded.`,
 				e.printf("skipped: %v\n", err)
 				return nil
 			case errors.Is(err, store.ErrNotFound):
-				return e.rollTarget(ctx, a, args[0], rawInput(input))
+				return e.rollTarget(ctx, a, args[0], in)
 			case err != nil:
 				return err
 			}
 			return e.printJSON(rep)
 		},
 	}
-	cmd.Flags().StringVar(&input, "input", "", "input for this fire or run, a JSON object")
+	cmd.Flags().StringVar(&input, "input", "", "input for this fire or run: a JSON object, @FILE, or - for stdin")
 	return cmd
 }
 

@@ -55,7 +55,11 @@ func TestAutomationsCommands(t *testing.T) {
 		t.Fatalf("create: %s (%v)", out, err)
 	}
 	id := res.Automation.ID
-	if out := mustRun("automations", "create", "--key", "nightly", "--target", "hello", "--cron", "0 3 * * 1-5", "--tz", "Europe/Paris", "--input", `{"who": "ops"}`); !strings.HasPrefix(out, "exists (same spec) nightly ("+id+")") {
+	inputFile := filepath.Join(t.TempDir(), "input.json") // --input @FILE reads the same spec from a file
+	if err := os.WriteFile(inputFile, []byte(`{"who": "ops"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun("automations", "create", "--key", "nightly", "--target", "hello", "--cron", "0 3 * * 1-5", "--tz", "Europe/Paris", "--input", "@"+inputFile); !strings.HasPrefix(out, "exists (same spec) nightly ("+id+")") {
 		t.Fatalf("create again: %q", out)
 	}
 	if code, _, errs := run("automations", "create", "--key", "nightly", "--target", "hello", "--every", "1h"); code != 1 || !strings.Contains(errs, "different spec") {

@@ -71,9 +71,11 @@ func (r *runsEnv) close() {
 }
 
 // readInput returns --input: JSON text, "@file" for a file's content, or
-// "-" for stdin.
+// "-" for stdin; nil when it is empty.
 func (e *env) readInput(s string) (json.RawMessage, error) {
 	switch {
+	case s == "":
+		return nil, nil
 	case s == "-":
 		b, err := io.ReadAll(io.LimitReader(e.stdio.In, 16<<20))
 		if err != nil {

@@ -41,18 +41,7 @@ func (d *runsData) insert(r *store.Run) error {
 	if _, ok := d.byID[r.ID]; ok {
 		return fmt.Errorf("create run %s: %w", r.ID, store.ErrExists)
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	if r.Status == "" {
-		r.Status = store.RunQueued
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
-	r.UpdatedAt, r.Revision = now, 1
-	if len(r.Input) == 0 {
-		r.Input = json.RawMessage("{}")
-	}
+	r.SetCreateDefaults(time.Now())
 	d.byID[r.ID] = cloneRun(r)
 	d.changed(r.ID)
 	return nil

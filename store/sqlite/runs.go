@@ -29,18 +29,7 @@ var qInsertRun = prepared("INSERT INTO runs (" + runColumns + ", change_seq) VAL
 // timestamps). Other writes that must queue a run in the same transaction
 // (an automation's fire) call it too.
 func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, r *store.Run) error {
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	if r.Status == "" {
-		r.Status = store.RunQueued
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
-	r.UpdatedAt, r.Revision = now, 1
-	if len(r.Input) == 0 {
-		r.Input = json.RawMessage("{}")
-	}
+	r.SetCreateDefaults(time.Now())
 	args, err := runArgs(r)
 	if err != nil {
 		return err
