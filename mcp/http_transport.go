@@ -41,16 +41,12 @@ type httpTransport struct {
 type httpSession struct {
 	id            string
 	notifications chan mcpgo.JSONRPCNotification // for the GET stream
-	initialized   atomic.Bool
-	logLevel      atomic.Value // mcpgo.LoggingLevel
-	clientInfo    atomic.Value // mcpgo.Implementation
-	clientCaps    atomic.Value // mcpgo.ClientCapabilities
-	protocol      atomic.Value // string
-	listening     atomic.Bool  // a GET stream is open
-	inFlight      atomic.Int64
-	lastUsed      atomic.Int64 // unix nanoseconds
-	done          chan struct{}
-	closeOnce     sync.Once
+	clientState
+	listening atomic.Bool // a GET stream is open
+	inFlight  atomic.Int64
+	lastUsed  atomic.Int64 // unix nanoseconds
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 var (
@@ -63,33 +59,6 @@ func (h *httpSession) SessionID() string { return h.id }
 func (h *httpSession) NotificationChannel() chan<- mcpgo.JSONRPCNotification {
 	return h.notifications
 }
-func (h *httpSession) Initialize()       { h.initialized.Store(true) }
-func (h *httpSession) Initialized() bool { return h.initialized.Load() }
-func (h *httpSession) SetLogLevel(l mcpgo.LoggingLevel) {
-	h.logLevel.Store(l)
-}
-func (h *httpSession) GetLogLevel() mcpgo.LoggingLevel {
-	if l, ok := h.logLevel.Load().(mcpgo.LoggingLevel); ok {
-		return l
-	}
-	return mcpgo.LoggingLevelError
-}
-func (h *httpSession) GetClientInfo() mcpgo.Implementation {
-	v, _ := h.clientInfo.Load().(mcpgo.Implementation)
-	return v
-}
-func (h *httpSession) SetClientInfo(v mcpgo.Implementation) { h.clientInfo.Store(v) }
-func (h *httpSession) GetClientCapabilities() mcpgo.ClientCapabilities {
-	v, _ := h.clientCaps.Load().(mcpgo.ClientCapabilities)
-	return v
-}
-func (h *httpSession) SetClientCapabilities(v mcpgo.ClientCapabilities) { h.clientCaps.Store(v) }
-func (h *httpSession) ProtocolVersion() string {
-	v, _ := h.protocol.Load().(string)
-	return v
-}
-func (h *httpSession) SetProtocolVersion(v string) { h.protocol.Store(v) }
-
 func (h *httpSession) close() { h.closeOnce.Do(func() { close(h.done) }) }
 
 func (t *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -22,11 +22,7 @@ type orderedNotifier interface {
 type stdioSession struct {
 	conn          *stdioConn
 	notifications chan mcpgo.JSONRPCNotification
-	initialized   atomic.Bool
-	logLevel      atomic.Value // mcpgo.LoggingLevel
-	clientInfo    atomic.Value // mcpgo.Implementation
-	clientCaps    atomic.Value // mcpgo.ClientCapabilities
-	protocol      atomic.Value // string
+	clientState
 }
 
 var (
@@ -46,39 +42,49 @@ func (s *stdioSession) NotificationChannel() chan<- mcpgo.JSONRPCNotification {
 	return s.notifications
 }
 
-func (s *stdioSession) Initialize()       { s.initialized.Store(true) }
-func (s *stdioSession) Initialized() bool { return s.initialized.Load() }
+// clientState is what mcp-go keeps per client session, the same for the
+// stdio and HTTP transports: embedded in both.
+type clientState struct {
+	initialized atomic.Bool
+	logLevel    atomic.Value // mcpgo.LoggingLevel
+	clientInfo  atomic.Value // mcpgo.Implementation
+	clientCaps  atomic.Value // mcpgo.ClientCapabilities
+	protocol    atomic.Value // string
+}
 
-func (s *stdioSession) SetLogLevel(level mcpgo.LoggingLevel) { s.logLevel.Store(level) }
+func (c *clientState) Initialize()       { c.initialized.Store(true) }
+func (c *clientState) Initialized() bool { return c.initialized.Load() }
 
-func (s *stdioSession) GetLogLevel() mcpgo.LoggingLevel {
-	if l, ok := s.logLevel.Load().(mcpgo.LoggingLevel); ok {
+func (c *clientState) SetLogLevel(level mcpgo.LoggingLevel) { c.logLevel.Store(level) }
+
+func (c *clientState) GetLogLevel() mcpgo.LoggingLevel {
+	if l, ok := c.logLevel.Load().(mcpgo.LoggingLevel); ok {
 		return l
 	}
 	return mcpgo.LoggingLevelError
 }
 
-func (s *stdioSession) GetClientInfo() mcpgo.Implementation {
-	info, _ := s.clientInfo.Load().(mcpgo.Implementation)
+func (c *clientState) GetClientInfo() mcpgo.Implementation {
+	info, _ := c.clientInfo.Load().(mcpgo.Implementation)
 	return info
 }
 
-func (s *stdioSession) SetClientInfo(info mcpgo.Implementation) { s.clientInfo.Store(info) }
+func (c *clientState) SetClientInfo(info mcpgo.Implementation) { c.clientInfo.Store(info) }
 
-func (s *stdioSession) GetClientCapabilities() mcpgo.ClientCapabilities {
-	c, _ := s.clientCaps.Load().(mcpgo.ClientCapabilities)
-	return c
+func (c *clientState) GetClientCapabilities() mcpgo.ClientCapabilities {
+	caps, _ := c.clientCaps.Load().(mcpgo.ClientCapabilities)
+	return caps
 }
 
-func (s *stdioSession) SetClientCapabilities(c mcpgo.ClientCapabilities) { s.clientCaps.Store(c) }
+func (c *clientState) SetClientCapabilities(caps mcpgo.ClientCapabilities) { c.clientCaps.Store(caps) }
 
 // ProtocolVersion and SetProtocolVersion record the negotiated version.
-func (s *stdioSession) ProtocolVersion() string {
-	v, _ := s.protocol.Load().(string)
+func (c *clientState) ProtocolVersion() string {
+	v, _ := c.protocol.Load().(string)
 	return v
 }
 
-func (s *stdioSession) SetProtocolVersion(v string) { s.protocol.Store(v) }
+func (c *clientState) SetProtocolVersion(v string) { c.protocol.Store(v) }
 
 func (s *stdioSession) sendNotification(ctx context.Context, n mcpgo.JSONRPCNotification) error {
 	return s.conn.sendNotification(ctx, n)
