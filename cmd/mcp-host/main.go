@@ -10,7 +10,7 @@ import (
 
 	_ "time/tzdata" // IANA zones for automations on machines without zone files
 
-	"github.com/cairnhq/cairn/internal/cli"
+	"github.com/cairnhq/cairn/cmd/mcp-host/cli"
 )
 
 func main() {

@@ -24,7 +24,7 @@ import (
 	"github.com/cairnhq/cairn/workspace"
 )
 
-// Version is set at build time with -ldflags "-X .../internal/cli.Version=v1.2.3".
+// Version is set at build time with -ldflags "-X .../cmd/mcp-host/cli.Version=v1.2.3".
 var Version = ""
 
 // Exit codes scripts can rely on.
