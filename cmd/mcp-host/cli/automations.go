@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,60 +12,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workflows"
-	"github.com/cairnhq/cairn/workspace"
 )
 
 // automationCommands: automations, roll.
 func (e *env) automationCommands() []*cobra.Command {
 	return []*cobra.Command{e.automationsCommand(), e.rollCommand()}
-}
-
-// autoEnv is an open workspace with the automations service over it.
-type autoEnv struct {
-	ws    *workspace.Workspace
-	st    store.Store
-	svc   *automations.Service
-	tmp   string // dry-run locks folder
-	close func()
-}
-
-// openAutomations opens the workspace's store and the service. write says
-// whether the command changes state (the state folder is created then).
-func (e *env) openAutomations(ctx context.Context, write bool) (*autoEnv, error) {
-	ws, err := e.workspace()
-	if err != nil {
-		return nil, err
-	}
-	st, err := e.openStore(ctx, ws, write)
-	if err != nil {
-		return nil, err
-	}
-	a := &autoEnv{ws: ws, st: st}
-	locksDir := ws.LocksDir()
-	if e.dryRun {
-		// Nothing under the state root: locks go to a scratch folder.
-		if a.tmp, err = os.MkdirTemp("", "mcp-host-dry-run-"); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("create dry-run folder: %w", err)
-		}
-		locksDir = a.tmp
-	}
-	a.svc = &automations.Service{
-		Store:    st,
-		LocksDir: locksDir,
-		Targets:  &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Literals: runs.Literals},
-	}
-	a.close = func() {
-		st.Close()
-		if a.tmp != "" {
-			os.RemoveAll(a.tmp)
-		}
-	}
-	return a, nil
 }
 
 // triggerFlags are the flags that say when an automation fires.
@@ -124,12 +79,12 @@ func (e *env) autoCreateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := e.openAutomations(cmd.Context(), true)
+			a, err := e.open(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			res, err := a.svc.Create(cmd.Context(), automations.CreateParams{Owner: owner, Spec: automations.Spec{
+			defer a.Close()
+			res, err := a.Automations.Create(cmd.Context(), automations.CreateParams{Owner: owner, Spec: automations.Spec{
 				Key: key, Target: target, Input: in,
 				Cron: f.cron, TZ: f.tz, Every: f.every, Files: f.files, URL: f.url,
 				Overlap: f.overlap, Missed: f.missed,
@@ -163,12 +118,12 @@ func (e *env) autoListCommand() *cobra.Command {
 		Short: "List automations with their last and next times",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := e.openAutomations(cmd.Context(), false)
+			a, err := e.open(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			list, err := a.svc.List(cmd.Context(), automations.ListParams{Owner: owner})
+			defer a.Close()
+			list, err := a.Automations.List(cmd.Context(), automations.ListParams{Owner: owner})
 			if err != nil {
 				return err
 			}
@@ -226,12 +181,12 @@ func (e *env) autoShowCommand() *cobra.Command {
 		Short: "Show an automation, its history and its last fires",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := e.openAutomations(cmd.Context(), false)
+			a, err := e.open(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			d, err := a.svc.Get(cmd.Context(), args[0])
+			defer a.Close()
+			d, err := a.Automations.Get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -322,12 +277,12 @@ func (e *env) autoUpdateCommand() *cobra.Command {
 
 // autoEdit opens the store, runs fn and prints the automation it returns.
 func (e *env) autoEdit(ctx context.Context, fn func(*automations.Service) (*store.Automation, error)) error {
-	a, err := e.openAutomations(ctx, true)
+	a, err := e.open(ctx, true)
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	x, err := fn(a.svc)
+	defer a.Close()
+	x, err := fn(a.Automations)
 	if err != nil {
 		return err
 	}
@@ -374,12 +329,12 @@ func (e *env) autoDeleteCommand() *cobra.Command {
 		Short: "Delete an automation and its history",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := e.openAutomations(cmd.Context(), true)
+			a, err := e.open(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			x, err := a.svc.Delete(cmd.Context(), automations.DeleteParams{Ref: args[0], Revision: revision})
+			defer a.Close()
+			x, err := a.Automations.Delete(cmd.Context(), automations.DeleteParams{Ref: args[0], Revision: revision})
 			if err != nil {
 				return err
 			}
@@ -405,12 +360,12 @@ func (e *env) autoTriggerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := e.openAutomations(cmd.Context(), true)
+			a, err := e.open(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			rep, err := a.svc.Trigger(cmd.Context(), automations.TriggerParams{Ref: args[0], Input: in})
+			defer a.Close()
+			rep, err := a.Automations.Trigger(cmd.Context(), automations.TriggerParams{Ref: args[0], Input: in})
 			if err != nil {
 				return err
 			}
@@ -461,12 +416,12 @@ attached, and exits 0 when it succeeded.`,
 			if err != nil {
 				return err
 			}
-			a, err := e.openAutomations(ctx, true)
+			a, err := e.open(ctx, true)
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			rep, err := a.svc.Roll(ctx, automations.TriggerParams{Ref: args[0], Input: in})
+			defer a.Close()
+			rep, err := a.Automations.Roll(ctx, automations.TriggerParams{Ref: args[0], Input: in})
 			var held *locks.HeldError
 			switch {
 			case errors.As(err, &held):
@@ -500,24 +455,19 @@ attached, and exits 0 when it succeeded.`,
 // rollTarget runs the workflow name once in this process, attached: its
 // output goes to stdout (or the settled run, with --json), and the command
 // fails when the run does not succeed.
-func (e *env) rollTarget(ctx context.Context, a *autoEnv, name string, input json.RawMessage) error {
-	if _, err := workflows.Load(a.ws.WorkflowsDir(), name); err != nil {
+func (e *env) rollTarget(ctx context.Context, a *host.Host, name string, input json.RawMessage) error {
+	if _, err := workflows.Load(a.Workspace.WorkflowsDir(), name); err != nil {
 		var nf *workflows.NotFoundError
 		if errors.As(err, &nf) {
 			return fmt.Errorf("no workflow or automation named %q", name)
 		}
 		return err
 	}
-	eng, err := runs.New(runs.Options{Store: a.st, Workspace: a.ws, InMemory: e.dryRun, Logger: e.log})
+	r, err := a.Runs.Launch(ctx, runs.LaunchParams{Target: name, Input: input, Trigger: store.Trigger{Kind: "manual"}})
 	if err != nil {
 		return err
 	}
-	defer eng.Stop()
-	r, err := eng.Launch(ctx, runs.LaunchParams{Target: name, Input: input, Trigger: store.Trigger{Kind: "manual"}})
-	if err != nil {
-		return err
-	}
-	final, err := eng.Watch(ctx, r.ID, runs.WatchParams{
+	final, err := a.Runs.Watch(ctx, r.ID, runs.WatchParams{
 		Resume: true,
 		OnRecord: func(rec runs.Record) error {
 			if !e.json && rec.Type == runs.RecordText {

@@ -14,13 +14,10 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/store/memory"
-	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -184,29 +181,18 @@ func (e *env) workspace() (*workspace.Workspace, error) {
 	return workspace.Resolve(cwd, e.wsFlag, root)
 }
 
-// openStore opens the current workspace's store. With run set, the command
-// runs something: the state folder is created and workspace.json touched.
-// Without it, a workspace with no state gets an empty in-memory store, so
-// read-only commands leave an empty state root empty. --dry-run always
-// uses memory.
-func (e *env) openStore(ctx context.Context, ws *workspace.Workspace, run bool) (store.Store, error) {
-	if e.dryRun {
-		return memory.New(), nil
-	}
-	if !run {
-		if _, err := os.Stat(ws.DBPath()); err != nil {
-			return memory.New(), nil
-		}
-	}
-	if err := ws.Prepare(); err != nil {
+// open opens the current workspace's host (see host.Open): write says the
+// command runs or changes something; opts adjust the host's config.
+func (e *env) open(ctx context.Context, write bool, opts ...func(*host.Config)) (*host.Host, error) {
+	root, err := e.stateRoot()
+	if err != nil {
 		return nil, err
 	}
-	if run {
-		if err := ws.Touch(time.Now()); err != nil {
-			return nil, err
-		}
+	cfg := host.Config{StateRoot: root, Workspace: e.wsFlag, DryRun: e.dryRun, Write: write, Logger: e.log}
+	for _, opt := range opts {
+		opt(&cfg)
 	}
-	return sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
+	return host.Open(ctx, cfg)
 }
 
 // printJSON writes v as indented JSON to stdout.

@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/workflows"
-	"github.com/cairnhq/cairn/workspace"
 )
 
 // runCommands: run, runs (show), watch, answer, cancel, worker, list, init.
@@ -31,43 +31,6 @@ func (e *env) runCommands() []*cobra.Command {
 		e.runCommand(), e.runsCommand(), e.watchCommand(), e.answerCommand(), e.cancelCommand(),
 		e.workerCommand(), e.listCommand(), e.initCommand(),
 	}
-}
-
-// runsEnv is an open store with a run engine over it.
-type runsEnv struct {
-	ws  *workspace.Workspace
-	st  store.Store
-	eng *runs.Engine
-}
-
-// openRuns opens the workspace's store and a run engine. write is
-// openStore's run flag: only commands that run something set it. opts
-// adjust the engine's options.
-func (e *env) openRuns(ctx context.Context, write bool, opts ...func(*runs.Options)) (*runsEnv, error) {
-	ws, err := e.workspace()
-	if err != nil {
-		return nil, err
-	}
-	st, err := e.openStore(ctx, ws, write)
-	if err != nil {
-		return nil, err
-	}
-	_, inMemory := st.(*memory.Store)
-	o := runs.Options{Store: st, Workspace: ws, Logger: e.log, InMemory: e.dryRun || inMemory}
-	for _, f := range opts {
-		f(&o)
-	}
-	eng, err := runs.New(o)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return &runsEnv{ws: ws, st: st, eng: eng}, nil
-}
-
-func (r *runsEnv) close() {
-	r.eng.Stop()
-	r.st.Close()
 }
 
 // readInput returns --input: JSON text, "@file" for a file's content, or
@@ -121,12 +84,12 @@ workspace's state folder).`,
 				return err
 			}
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, true)
+			re, err := e.open(ctx, true)
 			if err != nil {
 				return err
 			}
-			defer re.close()
-			r, err := re.eng.Launch(ctx, runs.LaunchParams{Target: args[0], Input: in, Detach: detach})
+			defer re.Close()
+			r, err := re.Runs.Launch(ctx, runs.LaunchParams{Target: args[0], Input: in, Detach: detach})
 			if err != nil {
 				return err
 			}
@@ -142,12 +105,12 @@ workspace's state folder).`,
 }
 
 // detached prints a queued run and makes sure a worker will run it.
-func (e *env) detached(re *runsEnv, r *runs.Run) error {
-	pid, err := startWorker(e, re.ws)
+func (e *env) detached(re *host.Host, r *runs.Run) error {
+	pid, err := startWorker(e, re.Workspace)
 	if err != nil {
 		fmt.Fprintf(e.stdio.Err, "mcp-host: run %s is queued but no worker could be started (%v); start one with: mcp-host worker\n", r.ID, err)
 	} else if pid > 0 {
-		e.log.Info("started a background worker", "pid", pid, "log", re.ws.LogPath())
+		e.log.Info("started a background worker", "pid", pid, "log", re.Workspace.LogPath())
 	}
 	if e.json {
 		return e.printJSON(r)
@@ -158,7 +121,7 @@ func (e *env) detached(re *runsEnv, r *runs.Run) error {
 }
 
 // attached follows a run executing in this process to its end.
-func (e *env) attached(ctx context.Context, re *runsEnv, r *runs.Run) error {
+func (e *env) attached(ctx context.Context, re *host.Host, r *runs.Run) error {
 	p := runs.WatchParams{
 		Resume:      true,
 		OnOwnerGone: func(pid int) { e.ownerGone(pid) },
@@ -190,7 +153,7 @@ func (e *env) attached(ctx context.Context, re *runsEnv, r *runs.Run) error {
 			return nil
 		}
 	}
-	done, err := re.eng.Watch(ctx, r.ID, p)
+	done, err := re.Runs.Watch(ctx, r.ID, p)
 	if err != nil {
 		if ctx.Err() == nil {
 			return err
@@ -202,9 +165,9 @@ func (e *env) attached(ctx context.Context, re *runsEnv, r *runs.Run) error {
 
 // interrupted handles Ctrl-C on an attached run: a run executing here is
 // cancelled; a parked one stays parked for a later answer.
-func (e *env) interrupted(re *runsEnv, id string) error {
+func (e *env) interrupted(re *host.Host, id string) error {
 	bg := context.Background()
-	cur, err := re.eng.Get(bg, id)
+	cur, err := re.Runs.Get(bg, id)
 	if err != nil {
 		return err
 	}
@@ -213,13 +176,13 @@ func (e *env) interrupted(re *runsEnv, id string) error {
 		return &exitError{code: ExitFailure}
 	}
 	if !cur.Status.Settled() {
-		if _, err := re.eng.Cancel(bg, id); err != nil {
+		if _, err := re.Runs.Cancel(bg, id); err != nil {
 			return err
 		}
 	}
 	wctx, cancel := context.WithTimeout(bg, 30*time.Second)
 	defer cancel()
-	done, err := re.eng.WaitSettledOrParked(wctx, id)
+	done, err := re.Runs.WaitSettledOrParked(wctx, id)
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", id, err)
 	}
@@ -251,7 +214,7 @@ func readLines(r io.Reader) chan string {
 	return ch
 }
 
-func (e *env) answerFromStdin(ctx context.Context, re *runsEnv, id string, q *store.Question, answers chan string) error {
+func (e *env) answerFromStdin(ctx context.Context, re *host.Host, id string, q *store.Question, answers chan string) error {
 	for {
 		fmt.Fprintf(e.stdio.Err, "answer: ")
 		var (
@@ -264,10 +227,10 @@ func (e *env) answerFromStdin(ctx context.Context, re *runsEnv, id string, q *st
 		case a, ok = <-answers:
 		}
 		if !ok {
-			_, err := re.eng.Cancel(ctx, id)
+			_, err := re.Runs.Cancel(ctx, id)
 			return err
 		}
-		_, err := re.eng.Answer(ctx, runs.AnswerParams{RunID: id, QuestionID: q.ID, Answer: a})
+		_, err := re.Runs.Answer(ctx, runs.AnswerParams{RunID: id, QuestionID: q.ID, Answer: a})
 		var ae *runs.AnswerError
 		if errors.As(err, &ae) {
 			fmt.Fprintf(e.stdio.Err, "%v\n", err)
@@ -360,12 +323,12 @@ func (e *env) runsCommand() *cobra.Command {
 				p.Status = append(p.Status, store.RunStatus(s))
 			}
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, false)
+			re, err := e.open(ctx, false)
 			if err != nil {
 				return err
 			}
-			defer re.close()
-			list, next, err := re.eng.List(ctx, p)
+			defer re.Close()
+			list, next, err := re.Runs.List(ctx, p)
 			if err != nil {
 				return err
 			}
@@ -421,12 +384,12 @@ func (e *env) runsShowCommand() *cobra.Command {
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, false)
+			re, err := e.open(ctx, false)
 			if err != nil {
 				return err
 			}
-			defer re.close()
-			r, err := re.eng.Get(ctx, args[0])
+			defer re.Close()
+			r, err := re.Runs.Get(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -529,17 +492,17 @@ workspace) adopts the run and resumes it.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, false)
+			re, err := e.open(ctx, false)
 			if err != nil {
 				return err
 			}
-			defer re.close()
+			defer re.Close()
 			id := args[0]
-			if _, err := re.eng.Get(ctx, id); err != nil {
+			if _, err := re.Runs.Get(ctx, id); err != nil {
 				return err
 			}
 			enc := json.NewEncoder(e.stdio.Out)
-			done, err := re.eng.Watch(ctx, id, runs.WatchParams{
+			done, err := re.Runs.Watch(ctx, id, runs.WatchParams{
 				OnRecord: func(rec runs.Record) error {
 					if e.json {
 						return enc.Encode(rec)
@@ -568,19 +531,19 @@ func (e *env) answerCommand() *cobra.Command {
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, false)
+			re, err := e.open(ctx, false)
 			if err != nil {
 				return err
 			}
-			defer re.close()
-			r, err := re.eng.Answer(ctx, runs.AnswerParams{RunID: args[0], QuestionID: question, Answer: args[1]})
+			defer re.Close()
+			r, err := re.Runs.Answer(ctx, runs.AnswerParams{RunID: args[0], QuestionID: question, Answer: args[1]})
 			if err != nil {
 				return err
 			}
 			// The run is runnable again: a worker resumes it unless a peer
 			// (the attached `run` that launched it, a serve) does first.
-			if _, inMemory := re.st.(*memory.Store); !inMemory && !e.dryRun {
-				if _, err := startWorker(e, re.ws); err != nil {
+			if _, inMemory := re.Store.(*memory.Store); !inMemory && !e.dryRun {
+				if _, err := startWorker(e, re.Workspace); err != nil {
 					fmt.Fprintf(e.stdio.Err, "mcp-host: no worker could be started (%v); the run resumes in the next mcp-host for this workspace (mcp-host worker)\n", err)
 				}
 			}
@@ -603,22 +566,22 @@ func (e *env) cancelCommand() *cobra.Command {
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, false)
+			re, err := e.open(ctx, false)
 			if err != nil {
 				return err
 			}
-			defer re.close()
-			r, err := re.eng.Cancel(ctx, args[0])
+			defer re.Close()
+			r, err := re.Runs.Cancel(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			if !r.Status.Settled() && wait > 0 {
 				wctx, cancel := context.WithTimeout(ctx, wait)
-				done, err := re.eng.WaitSettledOrParked(wctx, r.ID)
+				done, err := re.Runs.WaitSettledOrParked(wctx, r.ID)
 				cancel()
 				if err == nil {
 					r = done
-				} else if r, err = re.eng.Get(ctx, r.ID); err != nil {
+				} else if r, err = re.Runs.Get(ctx, r.ID); err != nil {
 					return err
 				}
 			}

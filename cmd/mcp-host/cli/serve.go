@@ -13,12 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/mcp"
-	"github.com/cairnhq/cairn/runs"
-	"github.com/cairnhq/cairn/sessions"
-	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -62,15 +59,11 @@ client goes away while runs are still going, it hands them to a background
 	return []*cobra.Command{cmd}
 }
 
-// host is everything serve runs: the store, the run engine, the session
-// manager, the automation service and scheduler, and the MCP server.
-type host struct {
-	ws     *workspace.Workspace
-	st     store.Store
-	engine *runs.Engine
-	sched  *automations.Scheduler
-	srv    *mcp.Server
-	tmp    string // a dry run's scratch folder for locks
+// mcpHost is what serve runs: the workspace's host and the MCP server
+// over it.
+type mcpHost struct {
+	*host.Host
+	srv *mcp.Server
 }
 
 func (e *env) serve(ctx context.Context, o serveOptions) error {
@@ -105,7 +98,7 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	var serveErr error
 	if o.http != "" {
 		listen.Ready = func(addr net.Addr) {
-			fmt.Fprintf(e.stdio.Err, "mcp-host: serving MCP at http://%s%s for %s\n", addr, mcp.HTTPPath, h.ws.Root)
+			fmt.Fprintf(e.stdio.Err, "mcp-host: serving MCP at http://%s%s for %s\n", addr, mcp.HTTPPath, h.Workspace.Root)
 		}
 		serveErr = h.srv.ServeHTTP(ctx, listen)
 	} else {
@@ -120,7 +113,7 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 			defer proto.Close()
 			out = proto
 		}
-		e.log.Info("serving MCP over stdio", "workspace", h.ws.Root, "pid", os.Getpid())
+		e.log.Info("serving MCP over stdio", "workspace", h.Workspace.Root, "pid", os.Getpid())
 		serveErr = h.srv.ServeStdio(ctx, e.stdio.In, out)
 	}
 	if errors.Is(serveErr, context.Canceled) && ctx.Err() != nil {
@@ -150,121 +143,75 @@ func readToken(path string) (string, error) {
 	return token, nil
 }
 
-// openHost opens the workspace's store and builds the domain services and
-// the MCP server over them. Nothing runs yet.
-func (e *env) openHost(ctx context.Context) (*host, error) {
-	ws, err := e.workspace()
-	if err != nil {
-		return nil, err
-	}
-	st, err := e.openStore(ctx, ws, true)
-	if err != nil {
-		return nil, err
-	}
-	h := &host{ws: ws, st: st}
-	locksDir, memoryDir := ws.LocksDir(), ws.MemoryDir()
-	if e.dryRun {
-		// Nothing under the state root: locks live in a scratch folder,
-		// journals in memory, and no memory files are written.
-		if h.tmp, err = os.MkdirTemp("", "mcp-host-dry-run-"); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("create dry-run folder: %w", err)
-		}
-		locksDir, memoryDir = h.tmp, ""
-	}
-
+// openHost opens the workspace's host and builds the MCP server over it.
+// Nothing runs yet.
+func (e *env) openHost(ctx context.Context) (*mcpHost, error) {
 	var srv *mcp.Server
-	h.engine, err = runs.New(runs.Options{
-		Store: st, Workspace: ws, InMemory: e.dryRun, Logger: e.log,
-		OnChange: func(id string) {
+	h, err := e.open(ctx, true, func(c *host.Config) {
+		c.OnRunChange = func(id string) {
 			if srv != nil {
 				srv.RunChanged(id)
 			}
-		},
+		}
 	})
 	if err != nil {
-		h.close(e)
 		return nil, err
-	}
-	targets := &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Literals: runs.Literals}
-	h.sched = automations.New(automations.Config{
-		Store: st, LocksDir: locksDir, Targets: targets, Workspace: ws.Root, WorkflowsDir: ws.WorkflowsDir(), Log: e.log,
-	})
-	autos := &automations.Service{Store: st, LocksDir: locksDir, Targets: targets, Notify: h.sched.Notify}
-	sess := sessions.New(st, sessions.Options{MemoryDir: memoryDir, LocksDir: locksDir})
-	if err := sess.RecoverAll(ctx); err != nil {
-		e.log.Warn("recover session memory files", "err", err)
 	}
 	srv = mcp.New(mcp.Params{
 		Version:     version(),
-		Runs:        mcp.RunsService(mcp.RunsParams{Engine: h.engine, Store: st}),
-		Sessions:    mcp.SessionsService(sess),
-		Automations: mcp.AutomationsService(autos),
+		Runs:        mcp.RunsService(mcp.RunsParams{Engine: h.Runs, Store: h.Store}),
+		Sessions:    mcp.SessionsService(h.Sessions),
+		Automations: mcp.AutomationsService(h.Automations),
 		Log:         e.log,
 	})
-	h.srv = srv
-	return h, nil
+	return &mcpHost{Host: h, srv: srv}, nil
 }
 
-// start runs the resource watcher, the run engine's peer loop and the
-// scheduler.
-func (h *host) start(ctx context.Context) error {
+// start runs the resource watcher and the host's loops.
+func (h *mcpHost) start(ctx context.Context) error {
 	if err := h.srv.Start(ctx); err != nil {
 		return err
 	}
-	if err := h.engine.Start(ctx); err != nil {
-		return err
-	}
-	return h.sched.Start(ctx)
+	return h.Start(ctx)
 }
 
 // handOff makes sure runs still going when serve ends are finished by a
 // background worker: it starts one (unless one runs already) before this
 // process releases its runs, which the worker then adopts.
-func (h *host) handOff(e *env) {
-	if e.dryRun || h.engine == nil {
-		if h.engine != nil && h.engine.Executing() > 0 {
-			e.log.Warn("dry run: runs still executing are dropped", "runs", h.engine.Executing())
+func (h *mcpHost) handOff(e *env) {
+	if h.InMemory() {
+		if n := h.Runs.Executing(); n > 0 {
+			e.log.Warn("dry run: runs still executing are dropped", "runs", n)
 		}
 		return
 	}
 	ctx := context.Background()
-	busy, err := h.engine.Busy(ctx)
+	busy, err := h.Runs.Busy(ctx)
 	if err != nil {
 		e.log.Warn("check for unfinished runs", "err", err)
-		busy = h.engine.Executing() > 0
+		busy = h.Runs.Executing() > 0
 	}
 	if !busy {
 		return
 	}
-	pid, err := startWorker(e, h.ws)
+	pid, err := startWorker(e, h.Workspace)
 	switch {
 	case err != nil:
 		fmt.Fprintf(e.stdio.Err, "mcp-host: runs are still going and no worker could be started (%v); any mcp-host process for this workspace will resume them\n", err)
 	case pid > 0:
-		e.log.Info("handed unfinished runs to a background worker", "worker_pid", pid, "executing", h.engine.Executing())
+		e.log.Info("handed unfinished runs to a background worker", "worker_pid", pid, "executing", h.Runs.Executing())
 	default:
-		e.log.Info("a worker is running: it adopts the unfinished runs", "executing", h.engine.Executing())
+		e.log.Info("a worker is running: it adopts the unfinished runs", "executing", h.Runs.Executing())
 	}
 }
 
-func (h *host) close(e *env) {
-	if h.sched != nil {
-		h.sched.Stop()
-	}
-	if h.engine != nil {
-		h.engine.Stop() // releases runs in flight for the worker to adopt
-	}
-	if h.srv != nil {
-		h.srv.Close()
-	}
-	if h.st != nil {
-		if err := h.st.Close(); err != nil {
-			e.log.Warn("close store", "err", err)
-		}
-	}
-	if h.tmp != "" {
-		os.RemoveAll(h.tmp)
+// close stops the loops (runs in flight are released for the worker to
+// adopt), then the MCP server, then closes the store.
+func (h *mcpHost) close(e *env) {
+	h.Stop()
+	h.srv.Close()
+	if err := h.Close(); err != nil {
+		e.log.Warn("close host", "err", err)
 	}
 }
 

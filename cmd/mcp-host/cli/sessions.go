@@ -3,10 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +12,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/internal/atomicfile"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/workspace"
 )
 
 // sessionCommands: sessions list|show|create|append|compact|delete|export|archives.
@@ -50,54 +47,15 @@ Without a subcommand, sessions lists them.`,
 	return []*cobra.Command{cmd}
 }
 
-// openSessions opens the workspace's store and a session manager over it.
-// write is openStore's run flag: commands that change sessions set it.
-// maxArchives, when set, overrides the configured retention target.
+// openSessions opens the workspace's host for its session manager; the
+// returned func closes it. write is open's: commands that change sessions
+// set it. maxArchives, when set, overrides sessions.max_archives.
 func (e *env) openSessions(ctx context.Context, write bool, maxArchives *int) (*sessions.Manager, func(), error) {
-	ws, err := e.workspace()
+	h, err := e.open(ctx, write, func(c *host.Config) { c.MaxArchives = maxArchives })
 	if err != nil {
 		return nil, nil, err
 	}
-	if maxArchives == nil {
-		if maxArchives, err = sessionsMaxArchives(ws); err != nil {
-			return nil, nil, err
-		}
-	}
-	st, err := e.openStore(ctx, ws, write)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts := sessions.Options{MaxArchives: maxArchives}
-	if !e.dryRun {
-		opts.MemoryDir, opts.LocksDir = ws.MemoryDir(), ws.LocksDir()
-	}
-	return sessions.New(st, opts), func() { st.Close() }, nil
-}
-
-// sessionsMaxArchives reads sessions.max_archives from the workspace's
-// .cairn/config.yaml: nil when the file or the key is absent (the default
-// applies), 0 to disable cleanup.
-func sessionsMaxArchives(ws *workspace.Workspace) (*int, error) {
-	p := filepath.Join(ws.DefsDir(), "config.yaml")
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", p, err)
-	}
-	var cfg struct {
-		Sessions struct {
-			MaxArchives *int `yaml:"max_archives"`
-		} `yaml:"sessions"`
-	}
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("read config %s: %w", p, err)
-	}
-	if n := cfg.Sessions.MaxArchives; n != nil && *n < 0 {
-		return nil, fmt.Errorf("read config %s: sessions.max_archives is %d; use 0 (keep all) or more", p, *n)
-	}
-	return cfg.Sessions.MaxArchives, nil
+	return h.Sessions, func() { h.Close() }, nil
 }
 
 type listSessionsOptions struct {

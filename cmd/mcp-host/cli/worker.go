@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/locks"
-	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -42,25 +42,21 @@ user unit or launchd to keep one up.`,
 				return usagef("--idle %s: must not be negative", idle)
 			}
 			ctx := cmd.Context()
-			re, err := e.openRuns(ctx, true, func(o *runs.Options) { o.StopGrace = workerStopGrace })
+			re, err := e.open(ctx, true, func(c *host.Config) { c.StopGrace = workerStopGrace })
 			if err != nil {
 				return err
 			}
-			defer re.close()
-			sched := automations.New(automations.Config{
-				Store: re.st, LocksDir: re.ws.LocksDir(), Workspace: re.ws.Root, WorkflowsDir: re.ws.WorkflowsDir(), Log: e.log,
-				Targets: &automations.WorkflowTargets{Dir: re.ws.WorkflowsDir(), Literals: runs.Literals},
-			})
+			defer re.Close()
 			parts := []peerPart{
-				{Name: "runs", Start: re.eng.Start, Stop: re.eng.Stop, Busy: re.eng.Busy},
+				{Name: "runs", Start: re.Runs.Start, Stop: re.Runs.Stop, Busy: re.Runs.Busy},
 				// While an automation is enabled this worker may be the
 				// only scheduler, so it stays up.
-				{Name: "scheduler", Start: sched.Start, Stop: sched.Stop, Busy: func(ctx context.Context) (bool, error) {
-					n, err := automations.CountEnabled(ctx, re.st)
+				{Name: "scheduler", Start: re.Scheduler.Start, Stop: re.Scheduler.Stop, Busy: func(ctx context.Context) (bool, error) {
+					n, err := automations.CountEnabled(ctx, re.Store)
 					return n > 0, err
 				}},
 			}
-			return e.runWorker(ctx, re.ws, idle, parts)
+			return e.runWorker(ctx, re.Workspace, idle, parts)
 		},
 	}
 	cmd.Flags().DurationVar(&idle, "idle", 60*time.Second, "exit after this long without work (0: never)")
