@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,7 +84,7 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 	var ue *usageError
 	var ee *exitError
 	switch {
-	case errors.As(err, &ue) || isCobraUsage(err):
+	case errors.As(err, &ue):
 		fmt.Fprintf(stdio.Err, "mcp-host: %v\n\n%s", err, cmd.UsageString())
 		return ExitUsage
 	case errors.As(err, &ee):
@@ -97,18 +96,6 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "mcp-host: %v\n", err)
 		return ExitFailure
 	}
-}
-
-// isCobraUsage recognises the errors cobra itself returns for a bad
-// command line (unknown command, unknown flag, wrong argument count).
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func (e *env) rootCommand() *cobra.Command {
@@ -124,6 +111,15 @@ folder per workspace; many mcp-host processes can share it safely.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		// Runnable, so that an unknown command is our usage error rather
+		// than one of cobra's untyped ones; alone, it prints the help.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return e.setup()
 		},
