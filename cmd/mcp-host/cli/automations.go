@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -72,29 +73,26 @@ func (e *env) autoCreateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := e.open(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			res, err := a.Automations.Create(cmd.Context(), automations.CreateParams{Owner: owner, Spec: automations.Spec{
-				Key: key, Target: target, Input: in,
-				Cron: f.cron, TZ: f.tz, Every: f.every, Files: f.files, URL: f.url,
-				Overlap: f.overlap, Missed: f.missed,
-			}})
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(res)
-			}
-			verb := "created"
-			if !res.Created {
-				verb = "exists (same spec)"
-			}
-			x := res.Automation
-			e.printf("%s %s (%s): %s → %s\n", verb, x.Key, x.ID, automations.Describe(x.Trigger), x.Target)
-			return nil
+			return e.withHost(cmd.Context(), true, func(a *host.Host) error {
+				res, err := a.Automations.Create(cmd.Context(), automations.CreateParams{Owner: owner, Spec: automations.Spec{
+					Key: key, Target: target, Input: in,
+					Cron: f.cron, TZ: f.tz, Every: f.every, Files: f.files, URL: f.url,
+					Overlap: f.overlap, Missed: f.missed,
+				}})
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(res)
+				}
+				verb := "created"
+				if !res.Created {
+					verb = "exists (same spec)"
+				}
+				x := res.Automation
+				e.printf("%s %s (%s): %s → %s\n", verb, x.Key, x.ID, automations.Describe(x.Trigger), x.Target)
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -111,28 +109,25 @@ func (e *env) autoListCommand() *cobra.Command {
 		Short: "List automations with their last and next times",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := e.open(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			list, err := a.Automations.List(cmd.Context(), automations.ListParams{Owner: owner})
-			if err != nil {
-				return err
-			}
-			sums := make([]automations.Summary, 0, len(list))
-			for _, x := range list {
-				sums = append(sums, automations.Summarize(x))
-			}
-			if e.json {
-				return e.printJSON(sums)
-			}
-			if len(sums) == 0 {
-				e.printf("no automations\n")
+			return e.withHost(cmd.Context(), false, func(a *host.Host) error {
+				list, err := a.Automations.List(cmd.Context(), automations.ListParams{Owner: owner})
+				if err != nil {
+					return err
+				}
+				sums := make([]automations.Summary, 0, len(list))
+				for _, x := range list {
+					sums = append(sums, automations.Summarize(x))
+				}
+				if e.json {
+					return e.printJSON(sums)
+				}
+				if len(sums) == 0 {
+					e.printf("no automations\n")
+					return nil
+				}
+				e.printSummaries(sums)
 				return nil
-			}
-			e.printSummaries(sums)
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&owner, "owner", "", "only this owner's (cli, config, mcp:<client>, ...)")
@@ -174,33 +169,30 @@ func (e *env) autoShowCommand() *cobra.Command {
 		Short: "Show an automation, its history and its last fires",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := e.open(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			d, err := a.Automations.Get(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(d)
-			}
-			e.printAutomation(d.Automation)
-			if len(d.Fires) > 0 {
-				e.printf("fires (newest first):\n")
-				w := tabwriter.NewWriter(e.stdio.Out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(w, "  NOMINAL\tACTUAL\tLAG\tOUTCOME\tRUN")
-				for _, f := range d.Fires {
-					kind := ""
-					if f.Manual {
-						kind = " (manual)"
-					}
-					fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\t%s\n", localTime(f.Nominal), localTime(f.Actual), f.Lag.Round(time.Millisecond), f.Outcome, kind, f.RunID)
+			return e.withHost(cmd.Context(), false, func(a *host.Host) error {
+				d, err := a.Automations.Get(cmd.Context(), args[0])
+				if err != nil {
+					return err
 				}
-				w.Flush()
-			}
-			return nil
+				if e.json {
+					return e.printJSON(d)
+				}
+				e.printAutomation(d.Automation)
+				if len(d.Fires) > 0 {
+					e.printf("fires (newest first):\n")
+					w := tabwriter.NewWriter(e.stdio.Out, 0, 0, 2, ' ', 0)
+					fmt.Fprintln(w, "  NOMINAL\tACTUAL\tLAG\tOUTCOME\tRUN")
+					for _, f := range d.Fires {
+						kind := ""
+						if f.Manual {
+							kind = " (manual)"
+						}
+						fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\t%s\n", localTime(f.Nominal), localTime(f.Actual), f.Lag.Round(time.Millisecond), f.Outcome, kind, f.RunID)
+					}
+					w.Flush()
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -270,20 +262,17 @@ func (e *env) autoUpdateCommand() *cobra.Command {
 
 // autoEdit opens the store, runs fn and prints the automation it returns.
 func (e *env) autoEdit(ctx context.Context, fn func(*automations.Service) (*store.Automation, error)) error {
-	a, err := e.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	x, err := fn(a.Automations)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(x)
-	}
-	e.printAutomation(x)
-	return nil
+	return e.withHost(ctx, true, func(a *host.Host) error {
+		x, err := fn(a.Automations)
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(x)
+		}
+		e.printAutomation(x)
+		return nil
+	})
 }
 
 func (e *env) autoPauseCommand() *cobra.Command {
@@ -322,20 +311,17 @@ func (e *env) autoDeleteCommand() *cobra.Command {
 		Short: "Delete an automation and its history",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := e.open(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			x, err := a.Automations.Delete(cmd.Context(), automations.DeleteParams{Ref: args[0], Revision: revision})
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(map[string]any{"deleted": x.ID, "key": x.Key})
-			}
-			e.printf("deleted %s (%s)\n", x.Key, x.ID)
-			return nil
+			return e.withHost(cmd.Context(), true, func(a *host.Host) error {
+				x, err := a.Automations.Delete(cmd.Context(), automations.DeleteParams{Ref: args[0], Revision: revision})
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(map[string]any{"deleted": x.ID, "key": x.Key})
+				}
+				e.printf("deleted %s (%s)\n", x.Key, x.ID)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().Int64Var(&revision, "revision", 0, "refuse unless the automation is at this revision")
@@ -353,20 +339,17 @@ func (e *env) autoTriggerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := e.open(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			rep, err := a.Automations.Trigger(cmd.Context(), automations.TriggerParams{Ref: args[0], Input: in})
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(rep)
-			}
-			e.printFire(rep)
-			return nil
+			return e.withHost(cmd.Context(), true, func(a *host.Host) error {
+				rep, err := a.Automations.Trigger(cmd.Context(), automations.TriggerParams{Ref: args[0], Input: in})
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(rep)
+				}
+				e.printFire(rep)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&input, "input", "", "input for this fire: a JSON object, @FILE, or - for stdin (default: the automation's)")

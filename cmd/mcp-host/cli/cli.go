@@ -191,6 +191,17 @@ func (e *env) open(ctx context.Context, write bool, opts ...func(*host.Config)) 
 	return host.Open(ctx, cfg)
 }
 
+// withHost opens the workspace's host for one command (see open), runs fn
+// and closes the host.
+func (e *env) withHost(ctx context.Context, write bool, fn func(*host.Host) error) error {
+	h, err := e.open(ctx, write)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return fn(h)
+}
+
 // printJSON writes v as indented JSON to stdout.
 func (e *env) printJSON(v any) error {
 	enc := json.NewEncoder(e.stdio.Out)

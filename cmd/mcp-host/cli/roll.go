@@ -34,36 +34,33 @@ attached, and exits 0 when it succeeded.`,
 			if err != nil {
 				return err
 			}
-			a, err := e.open(ctx, true)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			rep, err := a.Automations.Roll(ctx, automations.TriggerParams{Ref: args[0], Input: in})
-			var held *locks.HeldError
-			switch {
-			case errors.As(err, &held):
-				msg := "held by another process"
-				if held.Holder.PID != 0 {
-					msg = fmt.Sprintf("held by pid %d", held.Holder.PID)
+			return e.withHost(ctx, true, func(a *host.Host) error {
+				rep, err := a.Automations.Roll(ctx, automations.TriggerParams{Ref: args[0], Input: in})
+				var held *locks.HeldError
+				switch {
+				case errors.As(err, &held):
+					msg := "held by another process"
+					if held.Holder.PID != 0 {
+						msg = fmt.Sprintf("held by pid %d", held.Holder.PID)
+					}
+					if e.json {
+						return e.printJSON(rollSkip{Skipped: msg, PID: held.Holder.PID})
+					}
+					e.printf("skipped: %s\n", msg)
+					return nil
+				case errors.Is(err, store.ErrPaused):
+					if e.json {
+						return e.printJSON(rollSkip{Skipped: err.Error()})
+					}
+					e.printf("skipped: %v\n", err)
+					return nil
+				case errors.Is(err, store.ErrNotFound):
+					return e.rollTarget(ctx, a, args[0], in)
+				case err != nil:
+					return err
 				}
-				if e.json {
-					return e.printJSON(rollSkip{Skipped: msg, PID: held.Holder.PID})
-				}
-				e.printf("skipped: %s\n", msg)
-				return nil
-			case errors.Is(err, store.ErrPaused):
-				if e.json {
-					return e.printJSON(rollSkip{Skipped: err.Error()})
-				}
-				e.printf("skipped: %v\n", err)
-				return nil
-			case errors.Is(err, store.ErrNotFound):
-				return e.rollTarget(ctx, a, args[0], in)
-			case err != nil:
-				return err
-			}
-			return e.printJSON(rep)
+				return e.printJSON(rep)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&input, "input", "", "input for this fire or run: a JSON object, @FILE, or - for stdin")

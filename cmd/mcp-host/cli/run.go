@@ -78,19 +78,16 @@ workspace's state folder).`,
 				return err
 			}
 			ctx := cmd.Context()
-			re, err := e.open(ctx, true)
-			if err != nil {
-				return err
-			}
-			defer re.Close()
-			r, err := re.Runs.Launch(ctx, runs.LaunchParams{Target: args[0], Input: in, Detach: detach})
-			if err != nil {
-				return err
-			}
-			if detach {
-				return e.detached(re, r)
-			}
-			return e.attached(ctx, re, r)
+			return e.withHost(ctx, true, func(re *host.Host) error {
+				r, err := re.Runs.Launch(ctx, runs.LaunchParams{Target: args[0], Input: in, Detach: detach})
+				if err != nil {
+					return err
+				}
+				if detach {
+					return e.detached(re, r)
+				}
+				return e.attached(ctx, re, r)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&input, "input", "", `input as a JSON object, @FILE, or - for stdin`)

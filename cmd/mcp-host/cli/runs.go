@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 )
@@ -36,41 +37,38 @@ func (e *env) runsCommand() *cobra.Command {
 				p.Status = append(p.Status, store.RunStatus(s))
 			}
 			ctx := cmd.Context()
-			re, err := e.open(ctx, false)
-			if err != nil {
-				return err
-			}
-			defer re.Close()
-			list, next, err := re.Runs.List(ctx, p)
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(struct {
-					Runs       []*runs.Run `json:"runs"`
-					NextCursor string      `json:"next_cursor,omitempty"`
-				}{list, next})
-			}
-			if len(list) == 0 {
-				e.printf("no runs\n")
-				return nil
-			}
-			tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTARGET\tSTATUS\tCREATED\t")
-			for _, r := range list {
-				note := r.Error
-				if r.Question != nil {
-					note = "asks: " + r.Question.Text
+			return e.withHost(ctx, false, func(re *host.Host) error {
+				list, next, err := re.Runs.List(ctx, p)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Status, r.CreatedAt.Local().Format(time.DateTime), oneLine(note, 60))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if next != "" {
-				e.printf("more: mcp-host runs --cursor %s\n", next)
-			}
-			return nil
+				if e.json {
+					return e.printJSON(struct {
+						Runs       []*runs.Run `json:"runs"`
+						NextCursor string      `json:"next_cursor,omitempty"`
+					}{list, next})
+				}
+				if len(list) == 0 {
+					e.printf("no runs\n")
+					return nil
+				}
+				tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tTARGET\tSTATUS\tCREATED\t")
+				for _, r := range list {
+					note := r.Error
+					if r.Question != nil {
+						note = "asks: " + r.Question.Text
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Status, r.CreatedAt.Local().Format(time.DateTime), oneLine(note, 60))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if next != "" {
+					e.printf("more: mcp-host runs --cursor %s\n", next)
+				}
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -97,20 +95,17 @@ func (e *env) runsShowCommand() *cobra.Command {
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.open(ctx, false)
-			if err != nil {
-				return err
-			}
-			defer re.Close()
-			r, err := re.Runs.Get(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(r)
-			}
-			e.printRun(r)
-			return nil
+			return e.withHost(ctx, false, func(re *host.Host) error {
+				r, err := re.Runs.Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(r)
+				}
+				e.printRun(r)
+				return nil
+			})
 		},
 	}
 }

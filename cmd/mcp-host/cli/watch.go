@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
@@ -27,33 +28,30 @@ workspace) adopts the run and resumes it.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.open(ctx, false)
-			if err != nil {
-				return err
-			}
-			defer re.Close()
-			id := args[0]
-			if _, err := re.Runs.Get(ctx, id); err != nil {
-				return err
-			}
-			enc := json.NewEncoder(e.stdio.Out)
-			done, err := re.Runs.Watch(ctx, id, runs.WatchParams{
-				OnRecord: func(rec runs.Record) error {
-					if e.json {
-						return enc.Encode(rec)
-					}
-					e.printRecord(id, rec)
+			return e.withHost(ctx, false, func(re *host.Host) error {
+				id := args[0]
+				if _, err := re.Runs.Get(ctx, id); err != nil {
+					return err
+				}
+				enc := json.NewEncoder(e.stdio.Out)
+				done, err := re.Runs.Watch(ctx, id, runs.WatchParams{
+					OnRecord: func(rec runs.Record) error {
+						if e.json {
+							return enc.Encode(rec)
+						}
+						e.printRecord(id, rec)
+						return nil
+					},
+					OnOwnerGone: e.ownerGone,
+				})
+				if err != nil {
+					return err
+				}
+				if done.Status == store.RunSucceeded {
 					return nil
-				},
-				OnOwnerGone: e.ownerGone,
+				}
+				return &exitError{code: ExitFailure}
 			})
-			if err != nil {
-				return err
-			}
-			if done.Status == store.RunSucceeded {
-				return nil
-			}
-			return &exitError{code: ExitFailure}
 		},
 	}
 }
@@ -66,27 +64,24 @@ func (e *env) answerCommand() *cobra.Command {
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.open(ctx, false)
-			if err != nil {
-				return err
-			}
-			defer re.Close()
-			r, err := re.Runs.Answer(ctx, runs.AnswerParams{RunID: args[0], QuestionID: question, Answer: args[1]})
-			if err != nil {
-				return err
-			}
-			// The run is runnable again: a worker resumes it unless a peer
-			// (the attached `run` that launched it, a serve) does first.
-			if _, inMemory := re.Store.(*memory.Store); !inMemory && !e.dryRun {
-				if _, err := startWorker(e, re.Workspace); err != nil {
-					fmt.Fprintf(e.stdio.Err, "mcp-host: no worker could be started (%v); the run resumes in the next mcp-host for this workspace (mcp-host worker)\n", err)
+			return e.withHost(ctx, false, func(re *host.Host) error {
+				r, err := re.Runs.Answer(ctx, runs.AnswerParams{RunID: args[0], QuestionID: question, Answer: args[1]})
+				if err != nil {
+					return err
 				}
-			}
-			if e.json {
-				return e.printJSON(r)
-			}
-			e.printf("answered run %s: %s\n", r.ID, args[1])
-			return nil
+				// The run is runnable again: a worker resumes it unless a peer
+				// (the attached `run` that launched it, a serve) does first.
+				if _, inMemory := re.Store.(*memory.Store); !inMemory && !e.dryRun {
+					if _, err := startWorker(e, re.Workspace); err != nil {
+						fmt.Fprintf(e.stdio.Err, "mcp-host: no worker could be started (%v); the run resumes in the next mcp-host for this workspace (mcp-host worker)\n", err)
+					}
+				}
+				if e.json {
+					return e.printJSON(r)
+				}
+				e.printf("answered run %s: %s\n", r.ID, args[1])
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&question, "question", "", "the id of the question answered (refused if another one is open)")
@@ -101,34 +96,31 @@ func (e *env) cancelCommand() *cobra.Command {
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			re, err := e.open(ctx, false)
-			if err != nil {
-				return err
-			}
-			defer re.Close()
-			r, err := re.Runs.Cancel(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if !r.Status.Settled() && wait > 0 {
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				done, err := re.Runs.WaitSettledOrParked(wctx, r.ID)
-				cancel()
-				if err == nil {
-					r = done
-				} else if r, err = re.Runs.Get(ctx, r.ID); err != nil {
+			return e.withHost(ctx, false, func(re *host.Host) error {
+				r, err := re.Runs.Cancel(ctx, args[0])
+				if err != nil {
 					return err
 				}
-			}
-			if e.json {
-				return e.printJSON(r)
-			}
-			if r.Status.Settled() {
-				e.printf("run %s %s\n", r.ID, r.Status)
-			} else {
-				e.printf("cancel requested: run %s is still %s; its owner (pid %d) stops it\n", r.ID, r.Status, r.OwnerPID)
-			}
-			return nil
+				if !r.Status.Settled() && wait > 0 {
+					wctx, cancel := context.WithTimeout(ctx, wait)
+					done, err := re.Runs.WaitSettledOrParked(wctx, r.ID)
+					cancel()
+					if err == nil {
+						r = done
+					} else if r, err = re.Runs.Get(ctx, r.ID); err != nil {
+						return err
+					}
+				}
+				if e.json {
+					return e.printJSON(r)
+				}
+				if r.Status.Settled() {
+					e.printf("run %s %s\n", r.ID, r.Status)
+				} else {
+					e.printf("cancel requested: run %s is still %s; its owner (pid %d) stops it\n", r.ID, r.Status, r.OwnerPID)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 15*time.Second, "wait this long for a running run to stop (0: do not wait)")
