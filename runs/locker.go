@@ -5,7 +5,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/locks"
 )
 
@@ -90,9 +89,6 @@ type memLocker struct {
 func newMemLocker() *memLocker { return &memLocker{held: map[string]bool{}} }
 
 func (m *memLocker) tryLock(id string) (unlocker, error) {
-	if err := ids.Validate("run id", id); err != nil {
-		return nil, err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.held[id] {

@@ -15,6 +15,11 @@ func (e *Engine) Resume(ctx context.Context, id string) (bool, error) {
 	if err := ids.Validate("run id", id); err != nil {
 		return false, err
 	}
+	return e.resume(ctx, id)
+}
+
+// resume is Resume for an id known to be valid.
+func (e *Engine) resume(ctx context.Context, id string) (bool, error) {
 	if e.isStopped() {
 		return false, ErrStopped
 	}
@@ -109,7 +114,7 @@ func (e *Engine) adopt(ctx context.Context) {
 		if e.Executing() >= e.opts.MaxConcurrent || ctx.Err() != nil {
 			return
 		}
-		if _, err := e.Resume(ctx, r.ID); err != nil && !errors.Is(err, ErrStopped) && ctx.Err() == nil {
+		if _, err := e.resume(ctx, r.ID); err != nil && !errors.Is(err, ErrStopped) && ctx.Err() == nil {
 			e.log.Warn("adopt run", "run", r.ID, "err", err)
 		}
 	}

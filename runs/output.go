@@ -45,7 +45,7 @@ const (
 )
 
 // ReadOutput returns the journal records after p.Cursor. With p.Wait it
-// waits (efficiently: an in-process signal, else polling the journal's
+// waits (see Follow: an in-process signal, else polling the journal's
 // size every 75 ms) until at least one record arrives, the run is done,
 // the wait passes or ctx ends.
 func (e *Engine) ReadOutput(ctx context.Context, id string, p ReadParams) (*Output, error) {
@@ -56,44 +56,31 @@ func (e *Engine) ReadOutput(ctx context.Context, id string, p ReadParams) (*Outp
 	if err != nil {
 		return nil, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
+	limit := pageLimit(p.Limit)
+	if p.Wait <= 0 {
+		out, _, err := e.readOnce(ctx, id, off, limit)
+		return out, err
 	}
-	limit = min(limit, 10000)
-	var deadline <-chan time.Time
-	if p.Wait > 0 {
-		t := time.NewTimer(p.Wait)
-		defer t.Stop()
-		deadline = t.C
+	recs := []Record{}
+	f, err := e.follow(ctx, id, off, FollowParams{
+		Until:    UntilOutput,
+		Limit:    limit,
+		Wait:     p.Wait,
+		OnRecord: func(r Record) error { recs = append(recs, r); return nil },
+	})
+	if f == nil {
+		return nil, err
 	}
-	tick := time.NewTicker(pollJournal)
-	defer tick.Stop()
-	for n := 0; ; n++ {
-		changed := e.changes()
-		out, err := e.readOnce(ctx, id, off, limit)
-		if err != nil {
-			return nil, err
-		}
-		if len(out.Records) > 0 || out.Done || p.Wait <= 0 {
-			return out, nil
-		}
-		for waiting := true; waiting; {
-			select {
-			case <-ctx.Done():
-				return out, nil
-			case <-deadline:
-				return e.withOwnerCheck(ctx, out)
-			case <-changed:
-				waiting = false
-			case <-tick.C:
-				n++
-				if size, err := e.journals.size(id); err != nil || size > off || n%pollStore == 0 {
-					waiting = false
-				}
-			}
-		}
+	// Ending ctx ends the wait, not the read: what was read is the answer.
+	return &Output{RunID: id, Records: recs, Cursor: strconv.FormatInt(f.cursor, 10), Done: f.done, Status: f.run.Status, OwnerGone: f.ownerGone}, nil
+}
+
+// pageLimit is the number of records one read returns at most.
+func pageLimit(n int) int {
+	if n <= 0 {
+		return 1000
 	}
+	return min(n, 10000)
 }
 
 // OutputSize returns the length of run id's journal, which is the cursor
@@ -118,21 +105,21 @@ func (e *Engine) OutputSize(ctx context.Context, id string) (int64, error) {
 // readOnce reads what is there now. The run's status is read before the
 // journal, so a settled status means every record written before the
 // settle is in what follows.
-func (e *Engine) readOnce(ctx context.Context, id string, off int64, limit int) (*Output, error) {
+func (e *Engine) readOnce(ctx context.Context, id string, off int64, limit int) (*Output, *store.Run, error) {
 	r, err := e.st.GetRun(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var rd io.ReadCloser
 	if len(r.Journal) > 0 { // kept with the run
 		rd = io.NopCloser(bytes.NewReader(r.Journal[min(off, int64(len(r.Journal))):]))
 	} else if rd, err = e.journals.reader(id, off); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	recs, n, err := readRecords(rd, limit)
 	rd.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := &Output{RunID: id, Records: recs, Cursor: strconv.FormatInt(off+n, 10), Status: r.Status}
 	if out.Records == nil {
@@ -150,110 +137,25 @@ func (e *Engine) readOnce(ctx context.Context, id string, off int64, limit int) 
 			out.Done = true
 		}
 	}
-	return out, nil
+	return out, r, nil
 }
 
-// withOwnerCheck sets OwnerGone when a running run's owner vanished.
-func (e *Engine) withOwnerCheck(ctx context.Context, out *Output) (*Output, error) {
-	r, err := e.st.GetRun(ctx, out.RunID)
-	if err != nil {
-		return out, nil
-	}
+// ownerGone returns the pid of run r's owner when it vanished: r is
+// running, its lock is free and nobody touched it for a second; 0
+// otherwise.
+func (e *Engine) ownerGone(ctx context.Context, r *store.Run) int {
 	if r.Status != store.RunRunning || r.OwnerPID == 0 || e.now().Sub(r.UpdatedAt) < time.Second {
-		return out, nil
+		return 0
 	}
 	held, err := e.locker.isHeld(r.ID)
 	if err != nil || held {
-		return out, nil
+		return 0
 	}
 	// The owner may have let go just now: only a run nobody touched since
 	// is orphaned.
-	again, err := e.st.GetRun(ctx, out.RunID)
+	again, err := e.st.GetRun(ctx, r.ID)
 	if err == nil && again.Revision == r.Revision {
-		out.OwnerGone = r.OwnerPID
+		return r.OwnerPID
 	}
-	return out, nil
-}
-
-// WatchParams follow a run.
-type WatchParams struct {
-	Cursor string
-	// Resume makes this process execute the run whenever it becomes
-	// runnable with its lock free (after an answer, a wake time, or its
-	// owner's death): the attached `run` command uses it.
-	Resume bool
-	// OnRecord is called for each journal record in order; an error stops
-	// the watch and is returned.
-	OnRecord func(Record) error
-	// OnOwnerGone is called once per vanished owner.
-	OnOwnerGone func(pid int)
-}
-
-// Watch follows run id's journal until the run is done, and returns the
-// settled run.
-func (e *Engine) Watch(ctx context.Context, id string, p WatchParams) (*Run, error) {
-	if err := ids.Validate("run id", id); err != nil {
-		return nil, err
-	}
-	cursor, gone := p.Cursor, 0
-	for {
-		if p.Resume {
-			if r, err := e.st.GetRun(ctx, id); err == nil && r.Runnable(e.now()) {
-				if _, err := e.Resume(ctx, id); err != nil {
-					return nil, err
-				}
-			}
-		}
-		out, err := e.ReadOutput(ctx, id, ReadParams{Cursor: cursor, Wait: time.Second})
-		if err != nil {
-			return nil, err
-		}
-		for _, rec := range out.Records {
-			if p.OnRecord != nil {
-				if err := p.OnRecord(rec); err != nil {
-					return nil, err
-				}
-			}
-		}
-		cursor = out.Cursor
-		if out.OwnerGone != 0 && out.OwnerGone != gone {
-			gone = out.OwnerGone
-			if p.OnOwnerGone != nil {
-				p.OnOwnerGone(gone)
-			}
-		}
-		if out.Done {
-			return e.Get(ctx, id)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, context.Cause(ctx)
-		}
-	}
-}
-
-// WaitSettledOrParked waits until run id is settled or waits for an
-// answer, and returns it. A run sleeping durably is not parked for this
-// purpose: the wait goes on.
-func (e *Engine) WaitSettledOrParked(ctx context.Context, id string) (*Run, error) {
-	if err := ids.Validate("run id", id); err != nil {
-		return nil, err
-	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		changed := e.changes()
-		r, err := e.st.GetRun(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if r.Status.Settled() || r.Status == store.RunWaiting && r.Question != nil {
-			return e.view(ctx, r, true)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-changed:
-		case <-tick.C:
-		}
-	}
+	return 0
 }
