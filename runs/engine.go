@@ -226,7 +226,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 			return nil, fmt.Errorf("launch %s: %w", wf.Name, err)
 		}
 		r.Status, r.OwnerPID, r.Claim = store.RunRunning, e.pid, ids.New("claim")
-		r.StartedAt = time.Now().UTC().Truncate(time.Millisecond)
+		r.StartedAt = e.now().UTC().Truncate(time.Millisecond)
 	}
 	if err := e.st.CreateRun(ctx, r); err != nil {
 		if lock != nil {
@@ -282,8 +282,18 @@ func (e *Engine) Stop() {
 		stop()
 		<-done
 	}
-	hard := time.AfterFunc(e.opts.StopGrace, func() { e.cancel(errStopping) })
+	// After StopGrace, steps still in flight are stopped.
+	hard := e.clk.NewTimer(e.opts.StopGrace)
+	waited := make(chan struct{})
+	go func() {
+		select {
+		case <-hard.C():
+			e.cancel(errStopping)
+		case <-waited:
+		}
+	}()
 	e.wg.Wait()
+	close(waited)
 	hard.Stop()
 	e.cancel(errStopping)
 	e.locker.close()

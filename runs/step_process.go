@@ -91,6 +91,7 @@ func (x *execution) processSpec(st *workflows.Step) (procSpec, error) {
 		env:     stepEnv(vars),
 		timeout: st.Timeout,
 		grace:   x.e.opts.KillGrace,
+		clk:     x.e.clk,
 		cap:     x.e.opts.OutputCap,
 	}, nil
 }

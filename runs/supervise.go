@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
@@ -58,12 +57,13 @@ func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run, la
 // over) stops it. It returns when no execution is left.
 func (e *Engine) watchOwned() {
 	defer e.wg.Done()
-	t := time.NewTicker(e.opts.CancelPoll)
+	t := e.clk.NewTimer(e.opts.CancelPoll)
 	defer t.Stop()
 	for {
 		tick := false
 		select {
-		case <-t.C:
+		case <-t.C():
+			t.Reset(e.opts.CancelPoll)
 			tick = true
 		case <-e.idle:
 		}
