@@ -184,19 +184,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 	if e.isStopped() {
 		return nil, ErrStopped
 	}
-	wf, err := e.targets.Target(p.Target)
-	if err != nil {
-		return nil, err
-	}
-	input, err := wf.ValidateInput(p.Input)
-	if err != nil {
-		return nil, err
-	}
-	lits, err := Literals(wf, input)
-	if err != nil {
-		return nil, err
-	}
-	in, err := InputJSON(input)
+	prep, err := e.targets.Snapshot().Prepare(PrepareParams{Target: p.Target, Input: p.Input})
 	if err != nil {
 		return nil, err
 	}
@@ -205,18 +193,10 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 			return nil, err
 		}
 	}
-	trig := p.Trigger
-	if trig.Kind == "" {
-		trig.Kind = "manual"
-	}
-	r := &store.Run{
-		ID:        ids.New("run"),
-		Target:    wf.Name,
-		Status:    store.RunQueued,
-		Input:     in,
-		Literals:  lits,
-		Trigger:   trig,
-		SessionID: p.SessionID,
+	wf, r := prep.Workflow, prep.Run
+	r.Trigger, r.SessionID = p.Trigger, p.SessionID
+	if r.Trigger.Kind == "" {
+		r.Trigger.Kind = "manual"
 	}
 	var lock unlocker
 	if !p.Detach {
@@ -245,7 +225,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 		return out, nil
 	}
 	claimed := *r
-	if !e.startExecution(r.ID, lock, &claimed, &launchedRun{wf: wf, input: input}) {
+	if !e.startExecution(r.ID, lock, &claimed, &launchedRun{wf: wf, input: prep.Input}) {
 		lock.Unlock() // stopped meanwhile: a peer adopts the run
 	}
 	return out, nil
