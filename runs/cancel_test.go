@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/cairn/store"
 )
@@ -41,15 +40,15 @@ func TestCancelRunningStepKillsItsGroup(t *testing.T) {
 	te := setup(t, map[string]string{"long.yaml": `
 steps:
   - id: nap
-    shell: 'sleep 60 & echo $! > child.pid; wait'
+    shell: 'sleep 60 & echo "child $!"; wait'
 `})
 	r := te.launch("long", "")
 	pid := waitStepStarted(t, te, te.e, r.ID, "nap")
 	childPID := 0
-	for deadline := time.Now().Add(30 * time.Second); childPID == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile(te.path("child.pid"))
-		fmt.Sscan(string(b), &childPID)
-	}
+	waitRecord(t, te, te.e, r.ID, func(rec Record) bool {
+		_, err := fmt.Sscanf(rec.Text, "child %d", &childPID)
+		return rec.Type == RecordText && err == nil
+	})
 	if _, err := te.e.Cancel(te.ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -270,27 +270,53 @@ func isType[T error](err error) bool {
 	return errors.As(err, &target)
 }
 
-// waitStepStarted waits until the journal shows step started and returns
-// its process id.
+// waitStepStarted waits until step of run id started its process, and
+// returns the process's pid.
 func waitStepStarted(t *testing.T, te *testEnv, e *Engine, id, step string) int {
+	t.Helper()
+	return waitRecord(t, te, e, id, func(r Record) bool {
+		return r.Type == RecordStep && r.Step == step && r.Event == "started" && r.PID != 0
+	}).PID
+}
+
+var errFound = errors.New("found")
+
+// waitRecord follows run id's journal on e until a record matches, and
+// returns it.
+func waitRecord(t *testing.T, te *testEnv, e *Engine, id string, match func(Record) bool) Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(te.ctx, 60*time.Second)
 	defer cancel()
-	cursor := ""
+	var found Record
+	_, err := e.Follow(ctx, id, FollowParams{OnRecord: func(r Record) error {
+		if match(r) {
+			found = r
+			return errFound
+		}
+		return nil
+	}})
+	if !errors.Is(err, errFound) {
+		t.Fatalf("run %s: the record never came: %v", id, err)
+	}
+	return found
+}
+
+// waitFor waits until cond holds, testing it again after each change e
+// makes or notices.
+func waitFor(t *testing.T, e *Engine, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
 	for {
-		out, err := e.ReadOutput(ctx, id, ReadParams{Cursor: cursor, Wait: time.Second})
-		if err != nil {
-			t.Fatal(err)
+		changed := e.changes()
+		if cond() {
+			return
 		}
-		for _, rec := range out.Records {
-			if rec.Type == RecordStep && rec.Step == step && rec.Event == "started" && rec.PID != 0 {
-				return rec.PID
-			}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("never %s", what)
 		}
-		if out.Done || ctx.Err() != nil {
-			t.Fatalf("step %s never started (done %v)", step, out.Done)
-		}
-		cursor = out.Cursor
 	}
 }
 
@@ -369,11 +395,5 @@ func TestInMemoryEngineWritesNoFiles(t *testing.T) {
 // lock) just after the store says its run settled or parked.
 func waitIdle(t *testing.T, e *Engine) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for e.Executing() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("still executing %d runs", e.Executing())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, e, "idle", func() bool { return e.Executing() == 0 })
 }

@@ -72,26 +72,19 @@ func TestDurableSleepParksAndWakes(t *testing.T) {
 		func(o *Options) { o.ParkSleepsOver = 50 * time.Millisecond })
 	r := te.launch("nap", "")
 	// Parked on the sleep: waiting with a wake time, no question.
-	ctx, cancel := context.WithTimeout(te.ctx, 30*time.Second)
-	defer cancel()
-	for {
-		got, err := te.st.GetRun(ctx, r.ID)
-		if err != nil {
+	var got *store.Run
+	waitFor(t, te.e, "parked", func() bool {
+		var err error
+		if got, err = te.st.GetRun(te.ctx, r.ID); err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == store.RunWaiting {
-			if got.Question != nil || got.WakeAt.IsZero() {
-				t.Fatalf("sleeping run: %+v", got)
-			}
-			if busy, _ := te.e.Busy(te.ctx); !busy {
-				t.Fatal("a run sleeping durably does not keep peers busy")
-			}
-			break
-		}
-		if got.Status.Settled() || ctx.Err() != nil {
-			t.Fatalf("never parked: %s", got.Status)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return got.Status != store.RunQueued && got.Status != store.RunRunning
+	})
+	if got.Status != store.RunWaiting || got.Question != nil || got.WakeAt.IsZero() {
+		t.Fatalf("sleeping run: %+v", got)
+	}
+	if busy, _ := te.e.Busy(te.ctx); !busy {
+		t.Fatal("a run sleeping durably does not keep peers busy")
 	}
 	if err := te.e.Start(te.ctx); err != nil {
 		t.Fatal(err)
