@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -68,8 +69,9 @@ func TestAskAnswerAndLaterStepsSeeIt(t *testing.T) {
 
 func TestDurableSleepParksAndWakes(t *testing.T) {
 	t.Parallel()
+	clk := clock.NewFake(time.Now())
 	te := setup(t, map[string]string{"nap.yaml": "steps:\n  - id: nap\n    sleep: 300ms\n  - id: after\n    exec: [\"true\"]\n"},
-		func(o *Options) { o.ParkSleepsOver = 50 * time.Millisecond })
+		func(o *Options) { o.ParkSleepsOver = 50 * time.Millisecond; o.Clock = clk })
 	r := te.launch("nap", "")
 	// Parked on the sleep: waiting with a wake time, no question.
 	var got *store.Run
@@ -86,6 +88,8 @@ func TestDurableSleepParksAndWakes(t *testing.T) {
 	if busy, _ := te.e.Busy(te.ctx); !busy {
 		t.Fatal("a run sleeping durably does not keep peers busy")
 	}
+	// Past the wake time, a peer's first pass resumes the run.
+	clk.Advance(300 * time.Millisecond)
 	if err := te.e.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -101,26 +105,31 @@ func TestDurableSleepParksAndWakes(t *testing.T) {
 
 func TestAskTimeoutUsesTheDefault(t *testing.T) {
 	t.Parallel()
+	clk := clock.NewFake(time.Now())
 	te := setup(t, map[string]string{
 		"timed.yaml":  "steps:\n  - id: q\n    ask: \"Deploy?\"\n    choices: [\"yes\", \"no\"]\n    timeout: 200ms\n    default: \"no\"\nresult: ${{ steps.q.answer }}\n",
 		"strict.yaml": "steps:\n  - id: q\n    ask: \"Deploy?\"\n    timeout: 200ms\n",
-	})
-	r := te.launch("timed", "")
-	p := te.wait(te.e, r.ID)
-	if p.Status != store.RunWaiting || p.Question == nil || p.Question.Deadline.IsZero() || p.WakeAt.IsZero() {
-		t.Fatalf("parked: %+v", p.Run)
+	}, func(o *Options) { o.Clock = clk })
+	timed, strict := te.launch("timed", "").ID, te.launch("strict", "").ID
+	for _, id := range []string{timed, strict} {
+		p := te.wait(te.e, id)
+		if p.Status != store.RunWaiting || p.Question == nil || p.Question.Deadline.IsZero() || p.WakeAt.IsZero() {
+			t.Fatalf("parked: %+v", p.Run)
+		}
 	}
+	// Past the deadline, a peer's first pass resumes both.
+	clk.Advance(200 * time.Millisecond)
 	if err := te.e.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(te.ctx, 60*time.Second)
 	defer cancel()
-	done, err := te.e.Watch(ctx, r.ID, WatchParams{})
+	done, err := te.e.Watch(ctx, timed, WatchParams{})
 	if err != nil || done.Status != store.RunSucceeded || string(done.Result) != `"no"` {
 		t.Fatalf("after the timeout: %+v %v", done, err)
 	}
-	strict, err := te.e.Watch(ctx, te.launch("strict", "").ID, WatchParams{})
-	if err != nil || strict.Status != store.RunFailed || strict.Error != "step q: no answer within 200ms" {
-		t.Fatalf("no default: %+v %v", strict, err)
+	failed, err := te.e.Watch(ctx, strict, WatchParams{})
+	if err != nil || failed.Status != store.RunFailed || failed.Error != "step q: no answer within 200ms" {
+		t.Fatalf("no default: %+v %v", failed, err)
 	}
 }
