@@ -103,10 +103,10 @@
 //
 // engine.go (options, New, Launch, Stop), query.go (Get, List, Busy),
 // answer.go, cancel.go, peer.go (the adoption loop), supervise.go (an
-// execution's start and the owner's cancel and claim watch), locker.go
+// execution's start, and the owner's cancel and claim watch), locker.go
 // (run locks), execute.go (the run loop), ledger.go (call records),
-// step_*.go and http.go (the step kinds), journal.go (records and the
-// writer), journals.go (files or memory), output.go
-// (ReadOutput), follow.go, targets.go (the loader), prepare.go,
-// literals.go, view.go, process.go (process groups).
+// step_*.go and http.go (the step kinds), journal.go (records and their
+// writer), journals.go (files or memory), output.go (ReadOutput),
+// follow.go, targets.go (the loader), prepare.go, literals.go, view.go,
+// process.go (process groups).
 package runs
