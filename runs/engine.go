@@ -26,9 +26,13 @@ type Options struct {
 	Store     store.Store
 	Workspace *workspace.Workspace
 	// Targets finds workflows; default DirTargets(Workspace.WorkflowsDir()).
+	// Pass the same loader to automations.WorkflowTargets.Source (or
+	// Engine.Targets()) for one cache per process.
 	Targets Targets
-	Clock   clock.Clock  // default: the wall clock
-	Logger  *slog.Logger // default: discard
+	// Clock tells the time and makes every timer of the engine; default:
+	// the wall clock.
+	Clock  clock.Clock
+	Logger *slog.Logger // default: discard
 	// InMemory keeps journals and run locks in this process: nothing is
 	// written under the state dir (--dry-run, tests with the memory store).
 	InMemory bool
