@@ -26,8 +26,8 @@ type Options struct {
 	Store     store.Store
 	Workspace *workspace.Workspace
 	// Targets finds workflows; default DirTargets(Workspace.WorkflowsDir()).
-	// Pass the same loader to automations.WorkflowTargets.Source (or
-	// Engine.Targets()) for one cache per process.
+	// Give Engine.Targets() to automations.WorkflowTargets.Source so that
+	// launches and fires share one cache.
 	Targets Targets
 	// Clock tells the time and makes every timer of the engine; default:
 	// the wall clock.
