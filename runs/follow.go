@@ -115,6 +115,13 @@ type followed struct {
 	ownerGone int
 }
 
+// Polling periods of followers; changes made in this process wake them
+// at once.
+const (
+	pollJournal = 75 * time.Millisecond
+	pollStore   = 4 // journal polls per store poll
+)
+
 // ownerCheckAfter is how long a follow goes without news before it asks
 // whether the run's owner vanished.
 const ownerCheckAfter = time.Second

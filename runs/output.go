@@ -37,13 +37,6 @@ type Output struct {
 	OwnerGone int `json:"owner_gone,omitempty"`
 }
 
-// Polling periods of waiters; changes made in this process wake them at
-// once.
-const (
-	pollJournal = 75 * time.Millisecond
-	pollStore   = 4 // journal polls per store poll
-)
-
 // ReadOutput returns the journal records after p.Cursor. With p.Wait it
 // waits (see Follow: an in-process signal, else polling the journal's
 // size every 75 ms) until at least one record arrives, the run is done,
