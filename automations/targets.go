@@ -3,10 +3,9 @@ package automations
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"reflect"
 	"sync"
 
 	"github.com/cairnhq/cairn/internal/ids"
@@ -37,18 +36,32 @@ func (f TargetsFunc) Prepare(ctx context.Context, target string, input json.RawM
 type LiteralsFunc func(w *workflows.Workflow, input map[string]any) (json.RawMessage, error)
 
 // WorkflowTargets serves the workflows of a workspace's
-// .cairn/workflows folder. It reloads the folder when a file in it
-// changes (name, size or modification time), so preparing many runs costs
-// one directory listing each.
+// .cairn/workflows folder to fires: a thin adapter over the run engine's
+// loader (runs.DirTargets) and preparation (runs.Prepare), so a fired run
+// is made exactly as a launched one, with the same cache and freshness
+// rule.
 type WorkflowTargets struct {
 	Dir string
-	// Literals builds the literals; nil uses runs.Literals, the run
-	// engine's own builder, so that fired runs execute like launched ones.
+	// Literals, when set, builds the literals instead of runs.Literals
+	// (which runs.Prepare uses already: setting it to runs.Literals
+	// changes nothing).
 	Literals LiteralsFunc
+	// Source, when set, is the loader to share, such as the run engine's
+	// Targets(): one cache per process. Default: runs.DirTargets(Dir).
+	Source runs.Targets
 
-	mu     sync.Mutex
-	finger string
-	byName map[string]*workflows.Workflow
+	once sync.Once
+	src  runs.Targets
+}
+
+func (t *WorkflowTargets) source() runs.Targets {
+	t.once.Do(func() {
+		t.src = t.Source
+		if t.src == nil {
+			t.src = runs.DirTargets(t.Dir)
+		}
+	})
+	return t.src
 }
 
 // Workflow returns the named workflow, loading the folder again if it
@@ -57,76 +70,60 @@ func (t *WorkflowTargets) Workflow(name string) (*workflows.Workflow, error) {
 	if err := ids.Validate("target", name); err != nil {
 		return nil, err
 	}
-	finger, err := Fingerprint(t.Dir)
-	if err != nil {
-		return nil, err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if finger != t.finger || t.byName == nil {
-		t.byName, _ = workflows.LoadDir(t.Dir)
-		t.finger = finger
-	}
-	if w, ok := t.byName[name]; ok {
-		return w, nil
-	}
-	// Not loaded: let Load say why (a broken file, a duplicate name, or
-	// no such workflow).
-	return workflows.Load(t.Dir, name)
+	return t.source().Target(name)
 }
 
 func (t *WorkflowTargets) Prepare(ctx context.Context, target string, input json.RawMessage) (*store.Run, error) {
-	w, err := t.Workflow(target)
-	if err != nil {
-		return nil, err
-	}
-	in, err := w.ValidateInput(input)
-	if err != nil {
-		return nil, fmt.Errorf("target %s: %w", target, err)
-	}
-	lit := t.Literals
-	if lit == nil {
-		lit = runs.Literals
-	}
-	literals, err := lit(w, in)
-	if err != nil {
-		return nil, fmt.Errorf("target %s: build literals: %w", target, err)
-	}
-	inJSON, err := runs.InputJSON(in)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Run{ID: ids.New("run"), Target: w.Name, Input: inJSON, Literals: literals}, nil
+	return t.prepare(t.source().Snapshot(), target, input)
 }
 
-// Version returns the folder's Fingerprint: it changes when a workflow
-// file does, so a scheduler does not fire runs it prepared from the old
-// definitions.
-func (t *WorkflowTargets) Version() (string, error) { return Fingerprint(t.Dir) }
+// PrepareRequest names one run to prepare.
+type PrepareRequest = runs.PrepareParams
 
-// Fingerprint summarises a workflows folder's files (name, size,
-// modification time) so that a change is noticed without reading them. A
-// missing folder has the empty fingerprint.
-func Fingerprint(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return "", nil
+// PrepareAll prepares many runs with one look at the folder; errs[i] is
+// the error of reqs[i] (runs[i] is then nil).
+func (t *WorkflowTargets) PrepareAll(ctx context.Context, reqs []PrepareRequest) (out []*store.Run, errs []error) {
+	snap := t.source().Snapshot()
+	out, errs = make([]*store.Run, len(reqs)), make([]error, len(reqs))
+	for i, r := range reqs {
+		out[i], errs[i] = t.prepare(snap, r.Target, r.Input)
 	}
-	if err != nil {
-		return "", fmt.Errorf("read workflows folder: %w", err)
+	return out, errs
+}
+
+func (t *WorkflowTargets) prepare(snap *runs.Workflows, target string, input json.RawMessage) (*store.Run, error) {
+	if err := ids.Validate("target", target); err != nil {
+		return nil, err
 	}
-	var b strings.Builder
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || (!strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml")) {
-			continue
+	p, err := snap.Prepare(runs.PrepareParams{Target: target, Input: input})
+	var inErr *workflows.InputError
+	switch {
+	case errors.As(err, &inErr):
+		return nil, fmt.Errorf("target %s: %w", target, err)
+	case err != nil:
+		return nil, err
+	}
+	if t.Literals != nil && !isRunsLiterals(t.Literals) {
+		if p.Run.Literals, err = t.Literals(p.Workflow, p.Input); err != nil {
+			return nil, fmt.Errorf("target %s: build literals: %w", target, err)
 		}
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if err != nil {
-			fmt.Fprintf(&b, "%s:?\n", name)
-			continue
-		}
-		fmt.Fprintf(&b, "%s:%d:%d\n", name, fi.Size(), fi.ModTime().UnixNano())
 	}
-	return b.String(), nil
+	p.Run.Status = ""
+	return p.Run, nil
+}
+
+// Version returns the loaded folder's version: it changes when a
+// workflow file does, so a scheduler does not fire runs it prepared from
+// the old definitions.
+func (t *WorkflowTargets) Version() (string, error) { return t.source().Snapshot().Version() }
+
+// Fingerprint summarises a workflows folder's files (runs.Fingerprint:
+// the run engine's freshness rule) so that a change is noticed without
+// reading them. A missing folder has the empty fingerprint.
+func Fingerprint(dir string) (string, error) { return runs.Fingerprint(dir) }
+
+// isRunsLiterals reports whether f is runs.Literals, which Prepare used
+// already: the literals are not built twice.
+func isRunsLiterals(f LiteralsFunc) bool {
+	return reflect.ValueOf(f).Pointer() == reflect.ValueOf(runs.Literals).Pointer()
 }

@@ -54,14 +54,20 @@
 // literals, never the current file, so editing a workflow does not change
 // runs already launched.
 //
+// Every run is made one way, by Prepare (input validated, defaults
+// filled, literals built), from workflows served by one cached loader
+// (DirTargets, with one freshness rule: see Fingerprint): Engine.Launch
+// and an automation's fire (automations.WorkflowTargets) both use them.
+//
 // # Journals
 //
 // output/<run-id>.jsonl is the run's output journal: a first "start"
 // record (run id, target, owner pid), then "text", "step", "note" and
 // "question" records, and a final "end" record with the terminal status and
-// the result or error. It is append-only; readers (ReadOutput, Watch) keep
+// the result or error. It is append-only; readers (ReadOutput, Follow) keep
 // an incomplete last line until it completes, and report an owner that
-// vanished without an ending.
+// vanished without an ending. Follow is the one follow loop: Watch,
+// WaitSettledOrParked and ReadOutput's wait are made of it.
 //
 // An execution buffers its records and writes them, with one write(2),
 // before anything that takes time (starting a process, a request, a wait)
@@ -69,7 +75,7 @@
 // without having written any (its steps started no process, made no
 // request and did not wait) keeps its journal in the store with its
 // settle (store.SettleParams.Journal) instead of creating a file: the
-// same bytes, which ReadOutput, Watch and OutputSize read transparently.
+// same bytes, which ReadOutput, Follow and OutputSize read transparently.
 // Journals are output history, not state: they are not fsynced, and the
 // records an execution buffered are lost if its process dies.
 //
@@ -84,4 +90,23 @@
 // process exits, processes it left behind in its group are killed. Output
 // goes to the journal line by line; the first Options.OutputCap bytes of
 // each stream are kept in the step's result.
+//
+// # Time
+//
+// The engine reads the time and makes its timers (the peer loop, the
+// cancel watch, step timeouts, sleeps, follow polls, Stop's grace) from
+// Options.Clock, so tests move a clock.Fake instead of waiting. Only the
+// workflow loader's racy-file rule reads the wall clock, as the file
+// system stamps files with it.
+//
+// # Files
+//
+// engine.go (options, New, Launch, Stop), query.go (Get, List, Busy),
+// answer.go, cancel.go, peer.go (the adoption loop), supervise.go (an
+// execution's start, and the owner's cancel and claim watch), locker.go
+// (run locks), execute.go (the run loop), ledger.go (call records),
+// step_*.go and http.go (the step kinds), journal.go (records and their
+// writer), journals.go (files or memory), output.go (ReadOutput),
+// follow.go, targets.go (the loader), prepare.go, literals.go, view.go,
+// process.go (process groups).
 package runs

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
-	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workflows"
 	"github.com/cairnhq/cairn/workspace"
@@ -27,9 +26,13 @@ type Options struct {
 	Store     store.Store
 	Workspace *workspace.Workspace
 	// Targets finds workflows; default DirTargets(Workspace.WorkflowsDir()).
+	// Give Engine.Targets() to automations.WorkflowTargets.Source so that
+	// launches and fires share one cache.
 	Targets Targets
-	Clock   clock.Clock  // default: the wall clock
-	Logger  *slog.Logger // default: discard
+	// Clock tells the time and makes every timer of the engine; default:
+	// the wall clock.
+	Clock  clock.Clock
+	Logger *slog.Logger // default: discard
 	// InMemory keeps journals and run locks in this process: nothing is
 	// written under the state dir (--dry-run, tests with the memory store).
 	InMemory bool
@@ -185,19 +188,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 	if e.isStopped() {
 		return nil, ErrStopped
 	}
-	wf, err := e.targets.Target(p.Target)
-	if err != nil {
-		return nil, err
-	}
-	input, err := wf.ValidateInput(p.Input)
-	if err != nil {
-		return nil, err
-	}
-	lits, err := Literals(wf, input)
-	if err != nil {
-		return nil, err
-	}
-	in, err := InputJSON(input)
+	prep, err := e.targets.Snapshot().Prepare(PrepareParams{Target: p.Target, Input: p.Input})
 	if err != nil {
 		return nil, err
 	}
@@ -206,18 +197,10 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 			return nil, err
 		}
 	}
-	trig := p.Trigger
-	if trig.Kind == "" {
-		trig.Kind = "manual"
-	}
-	r := &store.Run{
-		ID:        ids.New("run"),
-		Target:    wf.Name,
-		Status:    store.RunQueued,
-		Input:     in,
-		Literals:  lits,
-		Trigger:   trig,
-		SessionID: p.SessionID,
+	wf, r := prep.Workflow, prep.Run
+	r.Trigger, r.SessionID = p.Trigger, p.SessionID
+	if r.Trigger.Kind == "" {
+		r.Trigger.Kind = "manual"
 	}
 	var lock unlocker
 	if !p.Detach {
@@ -227,7 +210,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 			return nil, fmt.Errorf("launch %s: %w", wf.Name, err)
 		}
 		r.Status, r.OwnerPID, r.Claim = store.RunRunning, e.pid, ids.New("claim")
-		r.StartedAt = time.Now().UTC().Truncate(time.Millisecond)
+		r.StartedAt = e.now().UTC().Truncate(time.Millisecond)
 	}
 	if err := e.st.CreateRun(ctx, r); err != nil {
 		if lock != nil {
@@ -246,7 +229,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 		return out, nil
 	}
 	claimed := *r
-	if !e.startExecution(r.ID, lock, &claimed, &launchedRun{wf: wf, input: input}) {
+	if !e.startExecution(r.ID, lock, &claimed, &launchedRun{wf: wf, input: prep.Input}) {
 		lock.Unlock() // stopped meanwhile: a peer adopts the run
 	}
 	return out, nil
@@ -259,262 +242,10 @@ type launchedRun struct {
 	input map[string]any
 }
 
-// Get returns a run with its steps.
-func (e *Engine) Get(ctx context.Context, id string) (*Run, error) {
-	if err := ids.Validate("run id", id); err != nil {
-		return nil, err
-	}
-	r, err := e.st.GetRun(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return e.view(ctx, r, true)
-}
-
-// ListParams select runs.
-type ListParams struct {
-	Status []store.RunStatus
-	Target string
-	Limit  int    // default 50, at most 1000
-	Cursor string // from a previous page
-}
-
-// List returns runs newest first, with their steps as the ledger records
-// them, and the cursor of the next page ("" at the end).
-func (e *Engine) List(ctx context.Context, p ListParams) ([]*Run, string, error) {
-	for _, s := range p.Status {
-		if !s.Valid() {
-			return nil, "", fmt.Errorf("list runs: unknown status %q (use queued, running, waiting, succeeded, failed or cancelled)", s)
-		}
-	}
-	if p.Target != "" {
-		if err := ids.Validate("target", p.Target); err != nil {
-			return nil, "", err
-		}
-	}
-	rs, next, err := e.st.ListRuns(ctx, store.RunFilter{Status: p.Status, Target: p.Target, Limit: p.Limit, Cursor: p.Cursor})
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]*Run, 0, len(rs))
-	for _, r := range rs {
-		v, err := e.view(ctx, r, false)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, v)
-	}
-	return out, next, nil
-}
-
-// AnswerParams answer a waiting run's question.
-type AnswerParams struct {
-	RunID string
-	// QuestionID, when set, must name the open question (so an answer
-	// meant for an earlier question is refused).
-	QuestionID string
-	Answer     string
-}
-
-// maxAnswer bounds an answer's length.
-const maxAnswer = 64 << 10
-
-// Answer stores the answer to the question a waiting run asks; the run
-// then resumes in this process (when its peer loop runs) or in any live
-// peer. A run that is not waiting gives a *StateError ("run <id> is not
-// waiting (status: <status>)"); an answer outside the question's choices
-// an *AnswerError.
-func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Run, error) {
-	if err := ids.Validate("run id", p.RunID); err != nil {
-		return nil, err
-	}
-	r, err := e.st.GetRun(ctx, p.RunID)
-	if err != nil {
-		return nil, err
-	}
-	q := r.Question
-	if r.Status != store.RunWaiting || q == nil {
-		return nil, &StateError{ID: r.ID, Status: r.Status, Op: "answer"}
-	}
-	if p.QuestionID != "" && p.QuestionID != q.ID {
-		return nil, fmt.Errorf("answer run %s: question %s is no longer open (the open one is %s)", r.ID, p.QuestionID, q.ID)
-	}
-	if err := checkAnswer(r.ID, p.Answer, q.Choices); err != nil {
-		return nil, err
-	}
-	r, err = e.st.AnswerRun(ctx, store.AnswerParams{ID: r.ID, QuestionID: q.ID, Answer: p.Answer})
-	if err != nil {
-		return nil, err
-	}
-	e.appendRecord(r.ID, Record{Type: RecordAnswer, PID: e.pid, Step: q.Step, Text: p.Answer, Question: q})
-	e.changed(r.ID)
-	e.kickLoop()
-	return e.view(ctx, r, true)
-}
-
-func checkAnswer(runID, answer string, choices []string) error {
-	bad := func(reason string) error {
-		return &AnswerError{RunID: runID, Answer: answer, Choices: choices, Reason: reason}
-	}
-	switch {
-	case len(answer) > maxAnswer:
-		return bad(fmt.Sprintf("the answer is longer than %d bytes", maxAnswer))
-	case !jsonSafe(answer):
-		return bad("the answer must be UTF-8 text without NUL bytes")
-	}
-	if len(choices) == 0 {
-		return nil
-	}
-	for _, c := range choices {
-		if c == answer {
-			return nil
-		}
-	}
-	return bad(fmt.Sprintf("%q is not one of the choices: %s", shorten(answer, 40), quoteList(choices)))
-}
-
-// Cancel cancels a run. A queued or waiting run is cancelled at once; a
-// running one is stopped by its owner within about CancelPoll (its step's
-// process group gets SIGTERM, then SIGKILL after KillGrace); a running run
-// whose owner died is cancelled here. A settled run gives a *StateError.
-func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
-	if err := ids.Validate("run id", id); err != nil {
-		return nil, err
-	}
-	reason := fmt.Sprintf("cancelled (requested by pid %d)", e.pid)
-	r, err := e.st.CancelRun(ctx, id, reason)
-	if err != nil {
-		return nil, err
-	}
-	e.changed(id)
-	if r.Status == store.RunCancelled {
-		w := e.openJournal(id)
-		if size, err := e.journals.size(id); err == nil && size == 0 {
-			// Cancelled before any process claimed it: the journal still
-			// starts with its start record.
-			w.add(Record{Type: RecordStart, Run: id, Target: r.Target})
-		}
-		w.add(Record{Type: RecordEnd, Status: string(store.RunCancelled), Error: r.Error})
-		w.close()
-		return e.view(ctx, r, true)
-	}
-	// Running: tell our own execution at once, or take over an orphan.
-	e.mu.Lock()
-	x := e.active[id]
-	e.mu.Unlock()
-	if x != nil {
-		x.cancel(errCancelRequested)
-	} else if lock, err := e.locker.tryLock(id); err == nil {
-		e.settleOrphanCancel(ctx, id, lock)
-	}
-	r, err = e.st.GetRun(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return e.view(ctx, r, true)
-}
-
-// settleOrphanCancel cancels a running run whose owner is gone: we hold
-// its lock, so we claim it and settle it cancelled.
-func (e *Engine) settleOrphanCancel(ctx context.Context, id string, lock unlocker) {
-	defer lock.Unlock()
-	claim := ids.New("claim")
-	c, err := e.st.ClaimRun(ctx, store.ClaimParams{ID: id, Claim: claim, PID: e.pid, Now: e.now()})
-	if err != nil {
-		return
-	}
-	reason := fmt.Sprintf("cancelled (requested by pid %d; the previous owner pid %d was gone)", e.pid, c.PrevOwnerPID)
-	if _, err := e.st.SettleRun(ctx, store.SettleParams{ID: id, Claim: claim, Status: store.RunCancelled, Error: reason}); err != nil {
-		e.log.Warn("cancel run", "run", id, "err", err)
-		return
-	}
-	w := e.openJournal(id)
-	if size, err := e.journals.size(id); err == nil && size == 0 {
-		// The owner died before its first records reached the journal.
-		w.add(Record{Type: RecordStart, Run: id, Target: c.Run.Target})
-	}
-	w.add(Record{Type: RecordEnd, Status: string(store.RunCancelled), Error: reason})
-	w.close()
-	e.changed(id)
-}
-
-// Resume executes run id in this process if it is runnable, not executing
-// here already, and its lock is free. It reports whether it started.
-func (e *Engine) Resume(ctx context.Context, id string) (bool, error) {
-	if err := ids.Validate("run id", id); err != nil {
-		return false, err
-	}
-	if e.isStopped() {
-		return false, ErrStopped
-	}
-	e.mu.Lock()
-	_, busy := e.active[id]
-	e.mu.Unlock()
-	if busy {
-		return false, nil
-	}
-	lock, err := e.locker.tryLock(id)
-	if errors.Is(err, locks.ErrHeld) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	// Read after locking: the previous owner may have settled it since.
-	r, err := e.st.GetRun(ctx, id)
-	if err != nil || !r.Runnable(e.now()) {
-		lock.Unlock()
-		return false, err
-	}
-	if !e.startExecution(id, lock, nil, nil) {
-		lock.Unlock()
-		return false, ErrStopped
-	}
-	return true, nil
-}
-
-// Executing reports how many runs this engine is executing.
-func (e *Engine) Executing() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.active)
-}
-
-// Busy reports whether there is run work for a peer to stay up for: runs
-// executing here, or runs queued, running, or waiting with a wake time.
-// Runs waiting only for an answer do not count: whoever answers starts
-// the work again.
-func (e *Engine) Busy(ctx context.Context) (bool, error) {
-	if e.Executing() > 0 {
-		return true, nil
-	}
-	n, err := e.st.CountPending(ctx)
-	return n > 0, err
-}
-
 func (e *Engine) isStopped() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.stopped
-}
-
-// Start runs the peer loop until Stop: at once and then every AdoptEvery
-// it adopts runnable runs whose lock is free (up to MaxConcurrent
-// executing). It returns at once.
-func (e *Engine) Start(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
-		return ErrStopped
-	}
-	if e.loopDone != nil {
-		return errors.New("start run engine: already started")
-	}
-	lctx, stop := context.WithCancel(ctx)
-	e.loopStop = stop
-	e.loopDone = make(chan struct{})
-	go e.loop(lctx, e.loopDone)
-	return nil
 }
 
 // Stop ends the peer loop and every execution in this process, and waits
@@ -535,309 +266,19 @@ func (e *Engine) Stop() {
 		stop()
 		<-done
 	}
-	hard := time.AfterFunc(e.opts.StopGrace, func() { e.cancel(errStopping) })
+	// After StopGrace, steps still in flight are stopped.
+	hard := e.clk.NewTimer(e.opts.StopGrace)
+	waited := make(chan struct{})
+	go func() {
+		select {
+		case <-hard.C():
+			e.cancel(errStopping)
+		case <-waited:
+		}
+	}()
 	e.wg.Wait()
+	close(waited)
 	hard.Stop()
 	e.cancel(errStopping)
 	e.locker.close()
-}
-
-func (e *Engine) kickLoop() {
-	select {
-	case e.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (e *Engine) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	seen := &changeTracker{}
-	for {
-		e.adopt(ctx)
-		if e.opts.OnChange != nil {
-			e.noticeChanges(ctx, seen)
-		}
-		t := e.clk.NewTimer(e.opts.AdoptEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-e.kick:
-			t.Stop()
-		case <-t.C():
-		}
-	}
-}
-
-// adopt starts runnable runs whose owner is gone (or that nobody claimed).
-func (e *Engine) adopt(ctx context.Context) {
-	room := e.opts.MaxConcurrent - e.Executing()
-	if room <= 0 {
-		return
-	}
-	// Running runs whose owners live are listed too (only their lock
-	// tells): look far enough past them.
-	rs, err := e.st.RunnableRuns(ctx, e.now(), 256)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn("list runnable runs", "err", err)
-		}
-		return
-	}
-	for _, r := range rs {
-		if e.Executing() >= e.opts.MaxConcurrent || ctx.Err() != nil {
-			return
-		}
-		if _, err := e.Resume(ctx, r.ID); err != nil && !errors.Is(err, ErrStopped) && ctx.Err() == nil {
-			e.log.Warn("adopt run", "run", r.ID, "err", err)
-		}
-	}
-}
-
-// changeTracker is where the peer loop is in the store's sequence of run
-// changes.
-type changeTracker struct {
-	last  int64
-	ready bool // last is set
-}
-
-// noticeChanges calls OnChange for each run changed since the last call
-// (changes of this engine included: a waiter ignores what it knew): one
-// indexed query that returns each change once.
-func (e *Engine) noticeChanges(ctx context.Context, t *changeTracker) {
-	if !t.ready {
-		last, err := e.st.LastRunChange(ctx)
-		if err != nil {
-			return
-		}
-		t.last, t.ready = last, true
-		return
-	}
-	for {
-		cs, err := e.st.ChangedRuns(ctx, t.last, store.MaxListLimit)
-		if err != nil {
-			return
-		}
-		for _, c := range cs {
-			e.opts.OnChange(c.ID)
-			t.last = c.Seq
-		}
-		if len(cs) < store.MaxListLimit || ctx.Err() != nil {
-			return
-		}
-	}
-}
-
-// startExecution registers and starts an execution of run id, which the
-// caller has locked; claimed, when set, is the run as Launch stored it,
-// claimed already. It reports false when the engine is stopped.
-func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run, launched *launchedRun) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
-		return false
-	}
-	ctx, cancel := context.WithCancelCause(e.base)
-	x := &execution{e: e, id: id, lock: lock, ctx: ctx, cancel: cancel, claimed: claimed, launched: launched}
-	if claimed != nil {
-		x.claim = claimed.Claim
-	} else {
-		x.claim = ids.New("claim")
-	}
-	e.active[id] = x
-	e.wg.Add(1)
-	if !e.watching {
-		e.watching = true
-		e.wg.Add(1)
-		go e.watchOwned()
-	}
-	go func() {
-		defer e.wg.Done()
-		x.execute()
-		e.mu.Lock()
-		delete(e.active, id)
-		none := len(e.active) == 0
-		e.mu.Unlock()
-		if none {
-			select {
-			case e.idle <- struct{}{}:
-			default:
-			}
-		}
-		cancel(nil)
-		lock.Unlock()
-		e.changed(id)
-		e.kickLoop()
-	}()
-	return true
-}
-
-// runTable is the lock table (in the workspace's locks folder) holding
-// every run's lock.
-const runTable = "runs"
-
-// watchOwned polls the store every CancelPoll while this engine executes
-// runs, with one query for all of them: a cancel requested by another
-// process cancels the execution, and a run whose claim was replaced (taken
-// over) stops it. It returns when no execution is left.
-func (e *Engine) watchOwned() {
-	defer e.wg.Done()
-	t := time.NewTicker(e.opts.CancelPoll)
-	defer t.Stop()
-	for {
-		tick := false
-		select {
-		case <-t.C:
-			tick = true
-		case <-e.idle:
-		}
-		e.mu.Lock()
-		if len(e.active) == 0 {
-			e.watching = false
-			e.mu.Unlock()
-			return
-		}
-		var (
-			ids   []string
-			owned map[string]*execution
-		)
-		if tick {
-			owned = make(map[string]*execution, len(e.active))
-			for id, x := range e.active {
-				if x.owned.Load() {
-					ids = append(ids, id)
-					owned[id] = x
-				}
-			}
-		}
-		e.mu.Unlock()
-		if len(ids) == 0 {
-			continue
-		}
-		claims, err := e.st.RunClaims(e.base, ids)
-		if err != nil {
-			continue
-		}
-		for _, c := range claims {
-			x := owned[c.ID]
-			switch {
-			case c.Claim != x.claim && c.Status == store.RunRunning:
-				x.cancel(errLost)
-			case c.CancelRequested:
-				x.cancel(errCancelRequested)
-			}
-		}
-	}
-}
-
-// locker takes run locks, by run id: keys of the lock table locks/runs,
-// or an in-process set.
-type locker interface {
-	tryLock(runID string) (unlocker, error)
-	isHeld(runID string) (bool, error)
-	// close lets go of what the locker keeps open; it may be used again
-	// after.
-	close()
-}
-
-type unlocker interface{ Unlock() error }
-
-// fileLocker takes run locks in the table locks/runs, opened at first use.
-type fileLocker struct {
-	dir string
-	mu  sync.Mutex
-	t   *locks.Table
-}
-
-func (f *fileLocker) table(create bool) (*locks.Table, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.t != nil {
-		return f.t, nil
-	}
-	open := locks.OpenExistingTable
-	if create {
-		open = locks.OpenTable
-	}
-	t, err := open(f.dir, runTable)
-	if err != nil {
-		return nil, err
-	}
-	f.t = t
-	return t, nil
-}
-
-func (f *fileLocker) tryLock(id string) (unlocker, error) {
-	t, err := f.table(true)
-	if err != nil {
-		return nil, err
-	}
-	l, err := t.TryLock(id)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (f *fileLocker) isHeld(id string) (bool, error) {
-	t, err := f.table(false)
-	if errors.Is(err, locks.ErrNoTable) {
-		return false, nil // no run was ever locked here
-	}
-	if err != nil {
-		return false, err
-	}
-	return t.Held(id)
-}
-
-func (f *fileLocker) close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.t != nil {
-		f.t.Close()
-		f.t = nil
-	}
-}
-
-type memLocker struct {
-	mu   sync.Mutex
-	held map[string]bool
-}
-
-func newMemLocker() *memLocker { return &memLocker{held: map[string]bool{}} }
-
-func (m *memLocker) tryLock(id string) (unlocker, error) {
-	if err := ids.Validate("run id", id); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.held[id] {
-		return nil, &locks.HeldError{Name: id, Holder: locks.Holder{PID: os.Getpid()}}
-	}
-	m.held[id] = true
-	return &memLock{m: m, id: id}, nil
-}
-
-func (m *memLocker) isHeld(id string) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.held[id], nil
-}
-
-func (m *memLocker) close() {}
-
-type memLock struct {
-	m    *memLocker
-	id   string
-	once sync.Once
-}
-
-func (l *memLock) Unlock() error {
-	l.once.Do(func() {
-		l.m.mu.Lock()
-		delete(l.m.held, l.id)
-		l.m.mu.Unlock()
-	})
-	return nil
 }

@@ -4,19 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
@@ -211,81 +205,6 @@ result: '${{ {"n": steps.emit.output.n, "next": steps.use.stdout} }}'
 	}
 }
 
-func TestAskAnswerAndLaterStepsSeeIt(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"hello.yaml": helloYAML})
-	r := te.launch("hello", `{"who": "Ada"}`)
-	parked := te.wait(te.e, r.ID)
-	if parked.Status != store.RunWaiting || parked.Question == nil || parked.Question.Text != "Go on, Ada?" || fmt.Sprint(parked.Question.Choices) != "[yes no]" {
-		t.Fatalf("parked: %+v %+v", parked.Run, parked.Question)
-	}
-	if got := stepStatuses(parked); got != "greet=succeeded confirm=waiting write=pending nap=pending" {
-		t.Fatalf("steps while parked: %s", got)
-	}
-	// Parked runs hold no goroutine (the execution may still be unwinding).
-	waitIdle(t, te.e)
-	var ae *AnswerError
-	if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: r.ID, Answer: "maybe"}); !errors.As(err, &ae) || !strings.Contains(err.Error(), `"maybe" is not one of the choices: "yes", "no"`) {
-		t.Fatalf("answer outside the choices: %v", err)
-	}
-	if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: r.ID, QuestionID: "q_old", Answer: "yes"}); err == nil {
-		t.Fatal("an answer to another question was accepted")
-	}
-	// A second engine (a peer) answers; this engine's peer loop resumes it.
-	if err := te.e.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	a, err := te.engine().Answer(te.ctx, AnswerParams{RunID: r.ID, QuestionID: parked.Question.ID, Answer: "yes"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Status != store.RunRunning && !a.Status.Settled() {
-		t.Fatalf("after the answer: %s", a.Status)
-	}
-	done := te.wait(te.e, r.ID)
-	if done.Status != store.RunSucceeded || string(done.Result) != `"hello Ada"` {
-		t.Fatalf("done: %s %s %s", done.Status, done.Result, done.Error)
-	}
-	if got := te.read("out.txt"); got != "yes from hello Ada\n" {
-		t.Fatalf("out.txt = %q", got)
-	}
-	if *done.Steps[1].Answer != "yes" {
-		t.Fatalf("confirm step: %+v", done.Steps[1])
-	}
-	_, err = te.e.Answer(te.ctx, AnswerParams{RunID: r.ID, Answer: "yes"})
-	var se *StateError
-	if !errors.As(err, &se) || err.Error() != fmt.Sprintf("run %s is not waiting (status: succeeded)", r.ID) {
-		t.Fatalf("answer of a settled run: %v", err)
-	}
-	var types []string
-	for _, rec := range te.records(te.e, r.ID) {
-		types = append(types, rec.Type)
-	}
-	if got := strings.Join(types, " "); !strings.HasPrefix(got, "start ") || !strings.Contains(got, " question answer note ") || !strings.HasSuffix(got, " end") {
-		t.Fatalf("journal record types: %s", got)
-	}
-}
-
-func TestConditionFalseSkips(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"hello.yaml": helloYAML})
-	if err := te.e.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := te.launch("hello", "")
-	p := te.wait(te.e, r.ID)
-	if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: r.ID, QuestionID: p.Question.ID, Answer: "no"}); err != nil {
-		t.Fatal(err)
-	}
-	done := te.wait(te.e, r.ID)
-	if done.Status != store.RunSucceeded || stepStatuses(done) != "greet=succeeded confirm=succeeded write=skipped nap=succeeded" {
-		t.Fatalf("done: %s %s", done.Status, stepStatuses(done))
-	}
-	if _, err := os.Stat(te.path("out.txt")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the skipped step ran: %v", err)
-	}
-}
-
 func TestBadInputStoresNothing(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{
@@ -351,187 +270,53 @@ func isType[T error](err error) bool {
 	return errors.As(err, &target)
 }
 
-func TestCancelWaitingRunAtOnce(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"hello.yaml": helloYAML})
-	r := te.launch("hello", "")
-	p := te.wait(te.e, r.ID)
-	c, err := te.engine().Cancel(te.ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Status != store.RunCancelled || c.Question != nil {
-		t.Fatalf("cancelled: %+v", c.Run)
-	}
-	if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: r.ID, QuestionID: p.Question.ID, Answer: "yes"}); err == nil || err.Error() != fmt.Sprintf("run %s is not waiting (status: cancelled)", r.ID) {
-		t.Fatalf("answer after cancel: %v", err)
-	}
-	if _, err := te.e.Cancel(te.ctx, r.ID); err == nil || err.Error() != fmt.Sprintf("run %s is already cancelled", r.ID) {
-		t.Fatalf("second cancel: %v", err)
-	}
-	out, err := te.e.ReadOutput(te.ctx, r.ID, ReadParams{})
-	if err != nil || !out.Done || out.Records[len(out.Records)-1].Type != RecordEnd || out.Records[len(out.Records)-1].Status != "cancelled" {
-		t.Fatalf("journal after cancel: %+v %v", out, err)
-	}
-}
-
-func TestCancelRunningStepKillsItsGroup(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"long.yaml": `
-steps:
-  - id: nap
-    shell: 'sleep 60 & echo $! > child.pid; wait'
-`})
-	r := te.launch("long", "")
-	pid := waitStepStarted(t, te, te.e, r.ID, "nap")
-	childPID := 0
-	for deadline := time.Now().Add(30 * time.Second); childPID == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile(te.path("child.pid"))
-		fmt.Sscan(string(b), &childPID)
-	}
-	if _, err := te.e.Cancel(te.ctx, r.ID); err != nil {
-		t.Fatal(err)
-	}
-	done := te.wait(te.e, r.ID)
-	if done.Status != store.RunCancelled || done.Steps[0].Status != StepCancelled {
-		t.Fatalf("after cancel: %s %s", done.Status, stepStatuses(done))
-	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("the step's process %d is still there: %v", pid, err)
-	}
-	// The background sleep in the step's group is gone too (it may linger
-	// as a zombie until init reaps it, so read its state).
-	if childPID != 0 && alive(childPID) {
-		t.Fatalf("the step's background process %d is still running", childPID)
-	}
-}
-
-// alive reports whether pid runs (a zombie does not count).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
-// waitStepStarted waits until the journal shows step started and returns
-// its process id.
+// waitStepStarted waits until step of run id started its process, and
+// returns the process's pid.
 func waitStepStarted(t *testing.T, te *testEnv, e *Engine, id, step string) int {
+	t.Helper()
+	return waitRecord(t, te, e, id, func(r Record) bool {
+		return r.Type == RecordStep && r.Step == step && r.Event == "started" && r.PID != 0
+	}).PID
+}
+
+var errFound = errors.New("found")
+
+// waitRecord follows run id's journal on e until a record matches, and
+// returns it.
+func waitRecord(t *testing.T, te *testEnv, e *Engine, id string, match func(Record) bool) Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(te.ctx, 60*time.Second)
 	defer cancel()
-	cursor := ""
+	var found Record
+	_, err := e.Follow(ctx, id, FollowParams{OnRecord: func(r Record) error {
+		if match(r) {
+			found = r
+			return errFound
+		}
+		return nil
+	}})
+	if !errors.Is(err, errFound) {
+		t.Fatalf("run %s: the record never came: %v", id, err)
+	}
+	return found
+}
+
+// waitFor waits until cond holds, testing it again after each change e
+// makes or notices.
+func waitFor(t *testing.T, e *Engine, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
 	for {
-		out, err := e.ReadOutput(ctx, id, ReadParams{Cursor: cursor, Wait: time.Second})
-		if err != nil {
-			t.Fatal(err)
+		changed := e.changes()
+		if cond() {
+			return
 		}
-		for _, rec := range out.Records {
-			if rec.Type == RecordStep && rec.Step == step && rec.Event == "started" && rec.PID != 0 {
-				return rec.PID
-			}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("never %s", what)
 		}
-		if out.Done || ctx.Err() != nil {
-			t.Fatalf("step %s never started (done %v)", step, out.Done)
-		}
-		cursor = out.Cursor
-	}
-}
-
-func TestTimeoutRetryAndOutputCap(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{
-		"slow.yaml":  "steps:\n  - id: s\n    exec: [\"sleep\", \"30\"]\n    timeout: 200ms\n",
-		"flaky.yaml": "steps:\n  - id: f\n    shell: 'echo x >> tries; test $(wc -l < tries) -ge 3'\n    retry: {attempts: 3, backoff: 10ms}\n",
-		"loud.yaml":  "steps:\n  - id: l\n    shell: 'head -c 5000 /dev/zero | tr \"\\\\0\" a; echo'\n",
-	}, func(o *Options) { o.OutputCap = 1000; o.KillGrace = 500 * time.Millisecond })
-	slow := te.wait(te.e, te.launch("slow", "").ID)
-	if slow.Status != store.RunFailed || slow.Error != "step s: timed out after 200ms" {
-		t.Fatalf("slow: %s %q", slow.Status, slow.Error)
-	}
-	flaky := te.wait(te.e, te.launch("flaky", "").ID)
-	if flaky.Status != store.RunSucceeded || flaky.Steps[0].Attempts != 3 {
-		t.Fatalf("flaky: %s %s %+v", flaky.Status, flaky.Error, flaky.Steps)
-	}
-	loud := te.wait(te.e, te.launch("loud", "").ID)
-	if loud.Status != store.RunSucceeded {
-		t.Fatalf("loud: %s %s", loud.Status, loud.Error)
-	}
-	l, err := te.st.Ledger(te.ctx, loud.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := decodeRecord(l[0].Result)
-	if len(rec.Stdout) != 1000 || !rec.StdoutTruncated {
-		t.Fatalf("kept %d bytes of stdout (truncated %v), want 1000", len(rec.Stdout), rec.StdoutTruncated)
-	}
-	var journalled int
-	for _, r := range te.records(te.e, loud.ID) {
-		if r.Type == RecordText {
-			journalled += len(r.Text)
-		}
-	}
-	if journalled != 5000 {
-		t.Fatalf("the journal got %d bytes of output, want all 5000", journalled)
-	}
-}
-
-func TestStepEnvironmentAndDir(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{
-		"env.yaml": "steps:\n  - id: e\n    exec: [\"env\"]\n    env: {EXTRA: \"${{ run.target }}\"}\n    dir: sub\n  - id: pwd\n    exec: [\"pwd\"]\n    dir: sub\n",
-		"out.yaml": "steps:\n  - id: e\n    exec: [\"true\"]\n    dir: link\n",
-		"fds.yaml": "steps:\n  - id: fds\n    shell: 'for f in /proc/$$/fd/*; do readlink \"$f\" || true; done'\n",
-	})
-	if err := os.Mkdir(te.path("sub"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(t.TempDir(), te.path("link")); err != nil {
-		t.Fatal(err)
-	}
-	r := te.wait(te.e, te.launch("env", "").ID)
-	if r.Status != store.RunSucceeded {
-		t.Fatalf("env: %s %s", r.Status, r.Error)
-	}
-	l, _ := te.st.Ledger(te.ctx, r.ID)
-	allowed := map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TZ": true, "EXTRA": true, "CAIRN_RUN_ID": true, "CAIRN_STEP_ID": true, "CAIRN_WORKSPACE": true}
-	vars := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(decodeRecord(l[0].Result).Stdout), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		if !allowed[k] {
-			t.Errorf("the step saw %s, which is not allowlisted", k)
-		}
-		vars[k] = v
-	}
-	if vars["EXTRA"] != "env" || vars["CAIRN_RUN_ID"] != r.ID || vars["CAIRN_STEP_ID"] != "e" || vars["PATH"] == "" {
-		t.Fatalf("step env: %v", vars)
-	}
-	if got := strings.TrimSpace(decodeRecord(l[1].Result).Stdout); got != te.path("sub") {
-		t.Fatalf("pwd = %q, want %q", got, te.path("sub"))
-	}
-	// The step inherits nothing of ours: no lock file, no database, no
-	// journal (all are close-on-exec).
-	fds := te.wait(te.e, te.launch("fds", "").ID)
-	l, _ = te.st.Ledger(te.ctx, fds.ID)
-	if fds.Status != store.RunSucceeded {
-		t.Fatalf("fds: %s %s", fds.Status, fds.Error)
-	}
-	for _, target := range strings.Fields(decodeRecord(l[0].Result).Stdout) {
-		if strings.HasPrefix(target, te.ws.StateDir) {
-			t.Errorf("the step inherited a descriptor of %s", target)
-		}
-	}
-	out := te.wait(te.e, te.launch("out", "").ID)
-	if out.Status != store.RunFailed || !strings.Contains(out.Error, "leaves the workspace") {
-		t.Fatalf("a dir symlinked out of the workspace: %s %q", out.Status, out.Error)
 	}
 }
 
@@ -559,228 +344,6 @@ func TestEditedYAMLDoesNotChangeALaunchedRun(t *testing.T) {
 	again := te.wait(peer, te.launch("edit", "").ID)
 	if again.Status != store.RunSucceeded || te.read("out.txt") != "v1\nv1-b\nv2\n" {
 		t.Fatalf("new launch: %s, out.txt %q", again.Status, te.read("out.txt"))
-	}
-}
-
-// orphan stores a run as a crashed owner leaves it: running, owner pid
-// gone, lock free, with steps started as given.
-func orphan(t *testing.T, te *testEnv, target string, started map[string]bool) string {
-	t.Helper()
-	wf, err := te.e.Targets().Target(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _ := wf.ValidateInput(nil)
-	lits, _ := Literals(wf, in)
-	id := ids.New("run")
-	// Hold the run's lock while setting it up, so no peer adopts it halfway.
-	lock, err := te.e.locker.tryLock(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Unlock()
-	if err := te.st.CreateRun(te.ctx, &store.Run{ID: id, Target: target, Literals: lits}); err != nil {
-		t.Fatal(err)
-	}
-	claim := "dead-claim"
-	if _, err := te.st.ClaimRun(te.ctx, store.ClaimParams{ID: id, Claim: claim, PID: 999999999, Now: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range wf.Steps {
-		finished, ok := started[st.ID]
-		if !ok {
-			break
-		}
-		if _, err := te.st.StartStep(te.ctx, store.StepStart{RunID: id, Claim: claim, Path: st.ID, Position: 1, Kind: string(st.Kind), PID: 999999999}); err != nil {
-			t.Fatal(err)
-		}
-		if finished {
-			if _, err := te.st.FinishStep(te.ctx, store.StepFinish{RunID: id, Claim: claim, Path: st.ID, Position: 1, Status: StepSucceeded, Result: json.RawMessage(`{"stdout":"recorded\n"}`)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return id
-}
-
-func TestAdoptionReplaysTheLedger(t *testing.T) {
-	t.Parallel()
-	const wf = `
-steps:
-  - id: one
-    shell: 'echo one >> out-$CAIRN_RUN_ID'
-  - id: two
-    shell: 'echo two >> out-$CAIRN_RUN_ID'
-  - id: safe
-    shell: 'echo safe >> out-$CAIRN_RUN_ID'
-    safe_to_repeat: true
-  - id: last
-    exec: ["sh", "-c", "echo ${{ steps.one.stdout }} >> out-$CAIRN_RUN_ID"]
-`
-	te := setup(t, map[string]string{"four.yaml": wf})
-	cases := []struct {
-		name    string
-		started map[string]bool
-		answer  string // to the ambiguity question; "" when none is expected
-		status  store.RunStatus
-		lines   string
-	}{
-		{"finished steps are not run again", map[string]bool{"one": true, "two": true}, "", store.RunSucceeded, "safe\nrecorded\n"},
-		{"safe step re-runs", map[string]bool{"one": true, "two": true, "safe": false}, "", store.RunSucceeded, "safe\nrecorded\n"},
-		{"unsafe step asks, retry", map[string]bool{"one": true, "two": false}, AnswerRetry, store.RunSucceeded, "two\nsafe\nrecorded\n"},
-		{"unsafe step asks, skip", map[string]bool{"one": true, "two": false}, AnswerSkip, store.RunSucceeded, "safe\nrecorded\n"},
-		{"unsafe step asks, fail", map[string]bool{"one": false}, AnswerFail, store.RunFailed, ""},
-	}
-	peer := te.engine()
-	if err := peer.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			id := orphan(t, te, "four", c.started)
-			r := te.wait(peer, id)
-			if c.answer != "" {
-				if r.Status != store.RunWaiting || r.Question == nil || r.Question.Kind != "ambiguous" || !strings.HasSuffix(r.Question.Text, "may or may not have run: retry, skip or fail?") {
-					t.Fatalf("expected the ambiguity question, got %s %+v", r.Status, r.Question)
-				}
-				if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: id, QuestionID: r.Question.ID, Answer: c.answer}); err != nil {
-					t.Fatal(err)
-				}
-				r = te.wait(peer, id)
-			}
-			if r.Status != c.status {
-				t.Fatalf("status %s (%s), want %s", r.Status, r.Error, c.status)
-			}
-			b, _ := os.ReadFile(te.path("out-" + id))
-			if string(b) != c.lines {
-				t.Fatalf("lines %q, want %q", b, c.lines)
-			}
-			var resumed bool
-			for _, rec := range te.records(peer, id) {
-				if rec.Type == RecordNote && rec.Text == fmt.Sprintf("resumed by pid %d; previous owner pid 999999999 is gone", os.Getpid()) {
-					resumed = true
-				}
-			}
-			if !resumed {
-				t.Fatal("the journal does not say who resumed the run")
-			}
-		})
-	}
-}
-
-func TestDurableSleepParksAndWakes(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"nap.yaml": "steps:\n  - id: nap\n    sleep: 300ms\n  - id: after\n    exec: [\"true\"]\n"},
-		func(o *Options) { o.ParkSleepsOver = 50 * time.Millisecond })
-	r := te.launch("nap", "")
-	// Parked on the sleep: waiting with a wake time, no question.
-	ctx, cancel := context.WithTimeout(te.ctx, 30*time.Second)
-	defer cancel()
-	for {
-		got, err := te.st.GetRun(ctx, r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == store.RunWaiting {
-			if got.Question != nil || got.WakeAt.IsZero() {
-				t.Fatalf("sleeping run: %+v", got)
-			}
-			if busy, _ := te.e.Busy(te.ctx); !busy {
-				t.Fatal("a run sleeping durably does not keep peers busy")
-			}
-			break
-		}
-		if got.Status.Settled() || ctx.Err() != nil {
-			t.Fatalf("never parked: %s", got.Status)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := te.e.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := te.wait(te.e, r.ID)
-	if done.Status != store.RunSucceeded || done.Steps[0].Until.IsZero() {
-		t.Fatalf("after the sleep: %s %+v", done.Status, done.Steps)
-	}
-	waitIdle(t, te.e)
-	if busy, _ := te.e.Busy(te.ctx); busy {
-		t.Fatal("busy with nothing to do")
-	}
-}
-
-func TestStopReleasesAndPeerAsks(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"long.yaml": "steps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n"})
-	first := te.engine(func(o *Options) { o.StopGrace = 100 * time.Millisecond })
-	r, err := first.Launch(te.ctx, LaunchParams{Target: "long"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := waitStepStarted(t, te, first, r.ID, "nap")
-	first.Stop()
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("the step's process survived Stop: %v", err)
-	}
-	got, _ := te.st.GetRun(te.ctx, r.ID)
-	if got.Status != store.RunRunning || got.OwnerPID != 0 {
-		t.Fatalf("released run: %+v", got)
-	}
-	if _, err := first.Launch(te.ctx, LaunchParams{Target: "long"}); !errors.Is(err, ErrStopped) {
-		t.Fatalf("launch after stop: %v", err)
-	}
-	if err := te.e.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	p := te.wait(te.e, r.ID)
-	if p.Status != store.RunWaiting || p.Question == nil || p.Question.Step != "nap" {
-		t.Fatalf("after adoption: %s %+v", p.Status, p.Question)
-	}
-	c, err := te.e.Cancel(te.ctx, r.ID)
-	if err != nil || c.Status != store.RunCancelled {
-		t.Fatalf("cancel: %v %v", c, err)
-	}
-}
-
-func TestOwnerGoneIsReported(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"four.yaml": "steps:\n  - id: one\n    exec: [\"true\"]\n"})
-	id := orphan(t, te, "four", map[string]bool{"one": false})
-	// An engine whose clock is an hour ahead sees the run untouched for
-	// long enough; it never executes anything here.
-	watcher := te.engine(func(o *Options) { o.Clock = aheadClock{time.Hour} })
-	out, err := watcher.ReadOutput(te.ctx, id, ReadParams{Wait: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.OwnerGone != 999999999 || out.Done || out.Status != store.RunRunning {
-		t.Fatalf("output: %+v", out)
-	}
-}
-
-type aheadClock struct{ d time.Duration }
-
-func (c aheadClock) Now() time.Time { return time.Now().Add(c.d) }
-
-func (c aheadClock) NewTimer(d time.Duration) clock.Timer { return clock.Real{}.NewTimer(d) }
-
-func TestReadRecordsKeepsAnIncompleteLine(t *testing.T) {
-	t.Parallel()
-	in := `{"type":"start","run":"r"}` + "\n" + `{"type":"text","text":"a"}` + "\n" + `{"type":"te`
-	recs, n, err := readRecords(strings.NewReader(in), 100)
-	if err != nil || len(recs) != 2 || recs[1].Text != "a" || int(n) != strings.LastIndexByte(in, '\n')+1 {
-		t.Fatalf("records %+v, consumed %d, %v", recs, n, err)
-	}
-	recs, n, _ = readRecords(strings.NewReader(in), 1)
-	if len(recs) != 1 || int(n) != strings.IndexByte(in, '\n')+1 {
-		t.Fatalf("limit 1: %+v %d", recs, n)
-	}
-	recs, _, _ = readRecords(strings.NewReader("garbage\n"), 10)
-	if len(recs) != 1 || recs[0].Type != RecordNote || !strings.Contains(recs[0].Text, "unreadable") {
-		t.Fatalf("garbage line: %+v", recs)
-	}
-	if _, err := parseCursor("-1"); err == nil {
-		t.Fatal("a negative cursor was accepted")
 	}
 }
 
@@ -828,147 +391,9 @@ func TestInMemoryEngineWritesNoFiles(t *testing.T) {
 	}
 }
 
-func TestStopLetsAStepInFlightFinish(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"two.yaml": `
-steps:
-  - id: first
-    shell: 'sleep 0.3; echo first >> out.txt'
-  - id: second
-    shell: 'echo second >> out.txt'
-`})
-	first := te.engine()
-	r, err := first.Launch(te.ctx, LaunchParams{Target: "two"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitStepStarted(t, te, first, r.ID, "first")
-	first.Stop() // the step in flight finishes; the run is released before "second"
-	got, err := te.e.Get(te.ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != store.RunRunning || got.OwnerPID != 0 || stepStatuses(got) != "first=succeeded second=pending" {
-		t.Fatalf("after Stop: %s owner %d, steps %s", got.Status, got.OwnerPID, stepStatuses(got))
-	}
-	if err := te.e.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := te.wait(te.e, r.ID)
-	if done.Status != store.RunSucceeded || te.read("out.txt") != "first\nsecond\n" {
-		t.Fatalf("after adoption: %s, out.txt %q", done.Status, te.read("out.txt"))
-	}
-}
-
-func TestCancelQueuedRunJournal(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{"hello.yaml": helloYAML})
-	r, err := te.e.Launch(te.ctx, LaunchParams{Target: "hello", Detach: true, Trigger: store.Trigger{Kind: "automation", AutomationID: "aut_x"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != store.RunQueued || r.OwnerPID != 0 || r.Trigger.AutomationID != "aut_x" {
-		t.Fatalf("detached launch: %+v", r.Run)
-	}
-	c, err := te.e.Cancel(te.ctx, r.ID)
-	if err != nil || c.Status != store.RunCancelled {
-		t.Fatalf("cancel: %v %v", c, err)
-	}
-	recs := te.records(te.e, r.ID)
-	if len(recs) != 2 || recs[0].Type != RecordStart || recs[0].Run != r.ID || recs[1].Type != RecordEnd || recs[1].Status != "cancelled" {
-		t.Fatalf("journal: %+v", recs)
-	}
-	// Nothing runs it later.
-	if err := te.e.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := te.e.Resume(te.ctx, r.ID); ok || err != nil {
-		t.Fatalf("Resume of a cancelled run: %v %v", ok, err)
-	}
-}
-
 // waitIdle waits until e executes nothing: an execution unwinds (journal,
 // lock) just after the store says its run settled or parked.
 func waitIdle(t *testing.T, e *Engine) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for e.Executing() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("still executing %d runs", e.Executing())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func TestHTTPStep(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		switch r.URL.Path {
-		case "/echo":
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"method": %q, "auth": %q, "body": %q}`, r.Method, r.Header.Get("Authorization"), body)
-		default:
-			http.Error(w, "nope", http.StatusTeapot)
-		}
-	}))
-	defer srv.Close()
-	te := setup(t, map[string]string{
-		"call.yaml": `
-input:
-  type: object
-  properties: {base: {type: string}}
-steps:
-  - id: post
-    http:
-      method: POST
-      url: "${{ input.base }}/echo?token=secret"
-      headers: {Authorization: "Bearer t"}
-      body: '{"x": 1}'
-  - id: use
-    exec: ["echo", "${{ steps.post.output.method }} ${{ steps.post.status_code }} ${{ steps.post.output.auth }}"]
-result: ${{ steps.use.stdout }}
-`,
-		"teapot.yaml": "input:\n  type: object\n  properties: {base: {type: string}}\nsteps:\n  - id: get\n    http:\n      url: \"${{ input.base }}/other\"\n",
-	})
-	in := fmt.Sprintf(`{"base": %q}`, srv.URL)
-	r := te.wait(te.e, te.launch("call", in).ID)
-	if r.Status != store.RunSucceeded || string(r.Result) != `"POST 200 Bearer t"` || r.Steps[0].StatusCode != 200 {
-		t.Fatalf("call: %s %s %s %+v", r.Status, r.Result, r.Error, r.Steps)
-	}
-	for _, rec := range te.records(te.e, r.ID) {
-		if strings.Contains(rec.Text, "secret") {
-			t.Fatalf("the journal shows the URL's query: %+v", rec)
-		}
-	}
-	bad := te.wait(te.e, te.launch("teapot", in).ID)
-	if bad.Status != store.RunFailed || !strings.Contains(bad.Error, "unexpected status 418") || bad.Steps[0].StatusCode != 418 {
-		t.Fatalf("teapot: %s %q %+v", bad.Status, bad.Error, bad.Steps)
-	}
-}
-
-func TestAskTimeoutUsesTheDefault(t *testing.T) {
-	t.Parallel()
-	te := setup(t, map[string]string{
-		"timed.yaml":  "steps:\n  - id: q\n    ask: \"Deploy?\"\n    choices: [\"yes\", \"no\"]\n    timeout: 200ms\n    default: \"no\"\nresult: ${{ steps.q.answer }}\n",
-		"strict.yaml": "steps:\n  - id: q\n    ask: \"Deploy?\"\n    timeout: 200ms\n",
-	})
-	r := te.launch("timed", "")
-	p := te.wait(te.e, r.ID)
-	if p.Status != store.RunWaiting || p.Question == nil || p.Question.Deadline.IsZero() || p.WakeAt.IsZero() {
-		t.Fatalf("parked: %+v", p.Run)
-	}
-	if err := te.e.Start(te.ctx); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(te.ctx, 60*time.Second)
-	defer cancel()
-	done, err := te.e.Watch(ctx, r.ID, WatchParams{})
-	if err != nil || done.Status != store.RunSucceeded || string(done.Result) != `"no"` {
-		t.Fatalf("after the timeout: %+v %v", done, err)
-	}
-	strict, err := te.e.Watch(ctx, te.launch("strict", "").ID, WatchParams{})
-	if err != nil || strict.Status != store.RunFailed || strict.Error != "step q: no answer within 200ms" {
-		t.Fatalf("no default: %+v %v", strict, err)
-	}
+	waitFor(t, e, "idle", func() bool { return e.Executing() == 0 })
 }

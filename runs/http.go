@@ -12,6 +12,28 @@ import (
 	"github.com/cairnhq/cairn/workflows"
 )
 
+// httpStep sends an http call's request.
+func (x *execution) httpStep(st *workflows.Step, pos int) flow {
+	req, err := x.httpRequest(st)
+	if err != nil {
+		return x.failStep(st, pos, err.Error())
+	}
+	if _, err := x.start(st, pos, nil); err != nil {
+		return x.storeFailed("record step start", err)
+	}
+	x.j.write(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", Text: req.method + " " + req.redacted})
+	rec, errText := x.doHTTP(st, req)
+	if x.ctx.Err() != nil {
+		return x.cutShort(st, pos, rec)
+	}
+	status := StepSucceeded
+	if errText != "" {
+		status = StepFailed
+	}
+	x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "finished", Status: status, Error: errText})
+	return x.finish(st, pos, status, rec, errText)
+}
+
 // httpCall is a rendered http step.
 type httpCall struct {
 	method   string

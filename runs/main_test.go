@@ -54,7 +54,7 @@ func child(mode string) int {
 		return 3
 	}
 	defer st.Close()
-	e, err := New(Options{Store: st, Workspace: ws, AdoptEvery: 200 * time.Millisecond, KillGrace: 2 * time.Second})
+	e, err := New(Options{Store: st, Workspace: ws, AdoptEvery: 50 * time.Millisecond, KillGrace: 2 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3

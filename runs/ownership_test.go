@@ -20,12 +20,7 @@ import (
 func TestRunLockFreeWhenOwnerKilled(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{"long.yaml": "steps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n"})
-	cmd, stderr, out := te.startChild("launch", "long", "")
-	line, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, stderr)
-	}
-	id := strings.TrimSpace(line)
+	cmd, stderr, id := te.launchChild("launch", "long", "")
 	step := waitStepStarted(t, te, te.e, id, "nap")
 	t.Cleanup(func() { _ = syscall.Kill(-step, syscall.SIGKILL) }) // the step outlives its killed owner
 

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/clock"
 )
 
 // noFollow makes opening a journal fail on a symlink instead of following it.
@@ -30,9 +32,17 @@ type procSpec struct {
 	env     []string // complete
 	timeout time.Duration
 	grace   time.Duration // SIGTERM to SIGKILL
+	clk     clock.Clock   // times timeout and grace; nil is the wall clock
 	cap     int           // bytes of each stream kept
 	onLine  func(stream, line string)
 	onStart func(pid int)
+}
+
+func (s procSpec) clock() clock.Clock {
+	if s.clk == nil {
+		return clock.Real{}
+	}
+	return s.clk
 }
 
 // procResult is what became of the process.
@@ -107,9 +117,9 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 
 	var timeout <-chan time.Time
 	if spec.timeout > 0 {
-		t := time.NewTimer(spec.timeout)
+		t := spec.clock().NewTimer(spec.timeout)
 		defer t.Stop()
-		timeout = t.C
+		timeout = t.C()
 	}
 	var waitErr error
 	select {
@@ -119,11 +129,11 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 		case waitErr = <-waited: // it ended on its own just then
 		default:
 			res.Interrupted = context.Cause(ctx)
-			waitErr = stopGroup(pid, spec.grace, waited)
+			waitErr = stopGroup(spec.clock(), pid, spec.grace, waited)
 		}
 	case <-timeout:
 		res.TimedOut = true
-		waitErr = stopGroup(pid, spec.grace, waited)
+		waitErr = stopGroup(spec.clock(), pid, spec.grace, waited)
 	}
 	// The main process is gone; so must be anything it left in its group
 	// (which would otherwise also hold our pipes open).
@@ -149,14 +159,14 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 
 // stopGroup sends SIGTERM to the process group, then SIGKILL after grace,
 // and returns the main process's wait error.
-func stopGroup(pid int, grace time.Duration, waited <-chan error) error {
+func stopGroup(clk clock.Clock, pid int, grace time.Duration, waited <-chan error) error {
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
+	t := clk.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case err := <-waited:
 		return err
-	case <-t.C:
+	case <-t.C():
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		return <-waited
 	}

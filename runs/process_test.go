@@ -37,6 +37,18 @@ func (te *testEnv) startChild(mode, target, input string) (*exec.Cmd, *bytes.Buf
 	return cmd, &stderr, bufio.NewReader(out)
 }
 
+// launchChild starts a child that launches target (mode launch or
+// follow) and returns it with the run id it printed.
+func (te *testEnv) launchChild(mode, target, input string) (*exec.Cmd, *bytes.Buffer, string) {
+	te.t.Helper()
+	cmd, stderr, out := te.startChild(mode, target, input)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		te.t.Fatalf("child: %v\n%s", err, stderr)
+	}
+	return cmd, stderr, strings.TrimSpace(line)
+}
+
 const crashYAML = `
 description: five appends, some safe to repeat
 input:
@@ -152,39 +164,27 @@ func TestCrashAndResume(t *testing.T) {
 	asked := map[string]string{} // run id -> step the ambiguity question named
 	ctx, cancel := context.WithTimeout(te.ctx, 3*time.Minute)
 	defer cancel()
-	for n := 0; ; n++ {
-		pending := 0
-		for id := range snap {
-			r, err := te.st.GetRun(ctx, id)
+	for id := range snap {
+		for {
+			r, err := te.e.WaitSettledOrParked(ctx, id) // executed by the worker
 			if err != nil {
+				t.Fatalf("run %s never settled: %v\nworker: %s", id, err, wstderr)
+			}
+			if r.Status.Settled() {
+				break
+			}
+			if r.Question.Kind != "ambiguous" {
+				t.Fatalf("run %s asks %+v", id, r.Question)
+			}
+			asked[id] = r.Question.Step
+			answer := AnswerRetry
+			if len(asked)%2 == 0 {
+				answer = AnswerSkip
+			}
+			if _, err := te.e.Answer(ctx, AnswerParams{RunID: id, QuestionID: r.Question.ID, Answer: answer}); err != nil {
 				t.Fatal(err)
 			}
-			switch {
-			case r.Status.Settled():
-			case r.Status == store.RunWaiting && r.Question != nil:
-				if r.Question.Kind != "ambiguous" {
-					t.Fatalf("run %s asks %+v", id, r.Question)
-				}
-				asked[id] = r.Question.Step
-				answer := AnswerRetry
-				if len(asked)%2 == 0 {
-					answer = AnswerSkip
-				}
-				if _, err := te.e.Answer(ctx, AnswerParams{RunID: id, QuestionID: r.Question.ID, Answer: answer}); err != nil {
-					t.Fatal(err)
-				}
-				pending++
-			default:
-				pending++
-			}
 		}
-		if pending == 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%d runs never settled\nworker: %s", pending, wstderr)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 
 	var interrupted, adopted int
@@ -258,12 +258,7 @@ func isKilled(err error) bool {
 func TestAnswerFromAnotherProcess(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{"hello.yaml": helloYAML})
-	cmd, stderr, out := te.startChild("follow", "hello", `{"who": "Bob"}`)
-	line, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, stderr)
-	}
-	id := strings.TrimSpace(line)
+	cmd, stderr, id := te.launchChild("follow", "hello", `{"who": "Bob"}`)
 	p := te.wait(te.e, id)
 	if p.Status != store.RunWaiting || p.Question == nil {
 		t.Fatalf("not parked: %s", p.Status)
@@ -292,12 +287,7 @@ func TestAnswerFromAnotherProcess(t *testing.T) {
 func TestCancelFromAnotherProcess(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{"long.yaml": "steps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n"})
-	cmd, stderr, out := te.startChild("launch", "long", "")
-	line, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, stderr)
-	}
-	id := strings.TrimSpace(line)
+	cmd, stderr, id := te.launchChild("launch", "long", "")
 	pid := waitStepStarted(t, te, te.e, id, "nap")
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Fatalf("the step's process %d is not running: %v", pid, err)

@@ -1,12 +1,14 @@
 package runs
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workflows"
 )
 
@@ -119,5 +121,37 @@ func TestDirTargetsMissingFolder(t *testing.T) {
 	}
 	if _, err := tg.Target("a"); err != nil {
 		t.Fatalf("after the folder appeared: %v", err)
+	}
+}
+
+// Prepare validates the input, fills its defaults and builds literals
+// that execute as launched; one snapshot prepares many runs.
+func TestPrepare(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.yaml"), []byte(helloYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snap := DirTargets(dir).Snapshot()
+	a, err := snap.Prepare(PrepareParams{Target: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := snap.Prepare(PrepareParams{Target: "hello", Input: json.RawMessage(`{"who": "Ann"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Run.ID == b.Run.ID || a.Run.Status != store.RunQueued || string(a.Run.Input) != `{"who":"world"}` || b.Input["who"] != "Ann" {
+		t.Fatalf("prepared %+v and %+v", a.Run, b.Run)
+	}
+	wf, in, err := parseLiterals(b.Run.Literals)
+	if err != nil || wf.Name != "hello" || in["who"] != "Ann" {
+		t.Fatalf("literals give back %v %v %v", wf, in, err)
+	}
+	if _, err := snap.Prepare(PrepareParams{Target: "hello", Input: json.RawMessage(`{"who": 1}`)}); !errors.As(err, new(*workflows.InputError)) {
+		t.Fatalf("a refused input: %v", err)
+	}
+	if _, err := snap.Prepare(PrepareParams{Target: "nope"}); !errors.Is(err, workflows.ErrNotFound) {
+		t.Fatalf("an unknown target: %v", err)
 	}
 }

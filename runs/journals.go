@@ -1,0 +1,150 @@
+package runs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// journals stores run journals: files under the state dir, or memory for
+// in-memory engines.
+type journals interface {
+	// open returns an appender for run id's journal, creating it.
+	open(id string) (journalFile, error)
+	// reader returns the journal's bytes from off to its current end; a
+	// journal that does not exist yet is empty.
+	reader(id string, off int64) (io.ReadCloser, error)
+	// size is the journal's current length (0 when missing).
+	size(id string) (int64, error)
+}
+
+type journalFile interface {
+	write(line []byte) error
+	close() error
+}
+
+// fileJournals keeps journals as files in dir (the workspace's output
+// folder), 0600.
+type fileJournals struct {
+	dir   string
+	dirOK atomic.Bool // dir was there at the last open
+}
+
+// path is run id's journal file. The engine validates run ids where they
+// come in (its exported methods), once; ids from the store were.
+func (j *fileJournals) path(id string) string { return filepath.Join(j.dir, id+".jsonl") }
+
+func (j *fileJournals) open(id string) (journalFile, error) {
+	p := j.path(id)
+	if !j.dirOK.Load() {
+		if err := os.MkdirAll(j.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open journal %s: %w", p, err)
+		}
+		j.dirOK.Store(true)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The folder went away since: make it again.
+		j.dirOK.Store(false)
+		if err := os.MkdirAll(j.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open journal %s: %w", p, err)
+		}
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o600)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", p, err)
+	}
+	return osJournal{f}, nil
+}
+
+type osJournal struct{ f *os.File }
+
+// write appends one whole line with one write(2): with O_APPEND, lines of
+// different writers never interleave.
+func (o osJournal) write(line []byte) error {
+	_, err := o.f.Write(line)
+	return err
+}
+
+func (o osJournal) close() error { return o.f.Close() }
+
+func (j *fileJournals) reader(id string, off int64) (io.ReadCloser, error) {
+	p := j.path(id)
+	f, err := os.OpenFile(p, os.O_RDONLY|noFollow, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return io.NopCloser(bytes.NewReader(nil)), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read journal %s: %w", p, err)
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read journal %s: %w", p, err)
+	}
+	return f, nil
+}
+
+func (j *fileJournals) size(id string) (int64, error) {
+	p := j.path(id)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read journal %s: %w", p, err)
+	}
+	return fi.Size(), nil
+}
+
+// memJournals keeps journals in memory.
+type memJournals struct {
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func newMemJournals() *memJournals { return &memJournals{data: map[string][]byte{}} }
+
+func (m *memJournals) open(id string) (journalFile, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.data[id]; !ok {
+		m.data[id] = nil
+	}
+	return memJournal{m, id}, nil
+}
+
+type memJournal struct {
+	m  *memJournals
+	id string
+}
+
+func (w memJournal) write(line []byte) error {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	w.m.data[w.id] = append(w.m.data[w.id], line...)
+	return nil
+}
+
+func (w memJournal) close() error { return nil }
+
+func (m *memJournals) reader(id string, off int64) (io.ReadCloser, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.data[id]
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	return io.NopCloser(bytes.NewReader(bytes.Clone(b[off:]))), nil
+}
+
+func (m *memJournals) size(id string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(len(m.data[id])), nil
+}

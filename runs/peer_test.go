@@ -1,0 +1,210 @@
+package runs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/clock"
+	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/store"
+)
+
+// orphan stores a run as a crashed owner leaves it: running, owner pid
+// gone, lock free, with steps started as given.
+func orphan(t *testing.T, te *testEnv, target string, started map[string]bool) string {
+	t.Helper()
+	wf, err := te.e.Targets().Target(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := wf.ValidateInput(nil)
+	lits, _ := Literals(wf, in)
+	id := ids.New("run")
+	// Hold the run's lock while setting it up, so no peer adopts it halfway.
+	lock, err := te.e.locker.tryLock(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	if err := te.st.CreateRun(te.ctx, &store.Run{ID: id, Target: target, Literals: lits}); err != nil {
+		t.Fatal(err)
+	}
+	claim := "dead-claim"
+	if _, err := te.st.ClaimRun(te.ctx, store.ClaimParams{ID: id, Claim: claim, PID: 999999999, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range wf.Steps {
+		finished, ok := started[st.ID]
+		if !ok {
+			break
+		}
+		if _, err := te.st.StartStep(te.ctx, store.StepStart{RunID: id, Claim: claim, Path: st.ID, Position: 1, Kind: string(st.Kind), PID: 999999999}); err != nil {
+			t.Fatal(err)
+		}
+		if finished {
+			if _, err := te.st.FinishStep(te.ctx, store.StepFinish{RunID: id, Claim: claim, Path: st.ID, Position: 1, Status: StepSucceeded, Result: json.RawMessage(`{"stdout":"recorded\n"}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return id
+}
+
+func TestAdoptionReplaysTheLedger(t *testing.T) {
+	t.Parallel()
+	const wf = `
+steps:
+  - id: one
+    shell: 'echo one >> out-$CAIRN_RUN_ID'
+  - id: two
+    shell: 'echo two >> out-$CAIRN_RUN_ID'
+  - id: safe
+    shell: 'echo safe >> out-$CAIRN_RUN_ID'
+    safe_to_repeat: true
+  - id: last
+    exec: ["sh", "-c", "echo ${{ steps.one.stdout }} >> out-$CAIRN_RUN_ID"]
+`
+	te := setup(t, map[string]string{"four.yaml": wf})
+	cases := []struct {
+		name    string
+		started map[string]bool
+		answer  string // to the ambiguity question; "" when none is expected
+		status  store.RunStatus
+		lines   string
+	}{
+		{"finished steps are not run again", map[string]bool{"one": true, "two": true}, "", store.RunSucceeded, "safe\nrecorded\n"},
+		{"safe step re-runs", map[string]bool{"one": true, "two": true, "safe": false}, "", store.RunSucceeded, "safe\nrecorded\n"},
+		{"unsafe step asks, retry", map[string]bool{"one": true, "two": false}, AnswerRetry, store.RunSucceeded, "two\nsafe\nrecorded\n"},
+		{"unsafe step asks, skip", map[string]bool{"one": true, "two": false}, AnswerSkip, store.RunSucceeded, "safe\nrecorded\n"},
+		{"unsafe step asks, fail", map[string]bool{"one": false}, AnswerFail, store.RunFailed, ""},
+	}
+	peer := te.engine()
+	if err := peer.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			id := orphan(t, te, "four", c.started)
+			r := te.wait(peer, id)
+			if c.answer != "" {
+				if r.Status != store.RunWaiting || r.Question == nil || r.Question.Kind != "ambiguous" || !strings.HasSuffix(r.Question.Text, "may or may not have run: retry, skip or fail?") {
+					t.Fatalf("expected the ambiguity question, got %s %+v", r.Status, r.Question)
+				}
+				if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: id, QuestionID: r.Question.ID, Answer: c.answer}); err != nil {
+					t.Fatal(err)
+				}
+				r = te.wait(peer, id)
+			}
+			if r.Status != c.status {
+				t.Fatalf("status %s (%s), want %s", r.Status, r.Error, c.status)
+			}
+			b, _ := os.ReadFile(te.path("out-" + id))
+			if string(b) != c.lines {
+				t.Fatalf("lines %q, want %q", b, c.lines)
+			}
+			var resumed bool
+			for _, rec := range te.records(peer, id) {
+				if rec.Type == RecordNote && rec.Text == fmt.Sprintf("resumed by pid %d; previous owner pid 999999999 is gone", os.Getpid()) {
+					resumed = true
+				}
+			}
+			if !resumed {
+				t.Fatal("the journal does not say who resumed the run")
+			}
+		})
+	}
+}
+
+func TestStopReleasesAndPeerAsks(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"long.yaml": "steps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n"})
+	first := te.engine(func(o *Options) { o.StopGrace = 100 * time.Millisecond })
+	r, err := first.Launch(te.ctx, LaunchParams{Target: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := waitStepStarted(t, te, first, r.ID, "nap")
+	first.Stop()
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the step's process survived Stop: %v", err)
+	}
+	got, _ := te.st.GetRun(te.ctx, r.ID)
+	if got.Status != store.RunRunning || got.OwnerPID != 0 {
+		t.Fatalf("released run: %+v", got)
+	}
+	if _, err := first.Launch(te.ctx, LaunchParams{Target: "long"}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("launch after stop: %v", err)
+	}
+	if err := te.e.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := te.wait(te.e, r.ID)
+	if p.Status != store.RunWaiting || p.Question == nil || p.Question.Step != "nap" {
+		t.Fatalf("after adoption: %s %+v", p.Status, p.Question)
+	}
+	c, err := te.e.Cancel(te.ctx, r.ID)
+	if err != nil || c.Status != store.RunCancelled {
+		t.Fatalf("cancel: %v %v", c, err)
+	}
+}
+
+func TestOwnerGoneIsReported(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"four.yaml": "steps:\n  - id: one\n    exec: [\"true\"]\n"})
+	id := orphan(t, te, "four", map[string]bool{"one": false})
+	// An engine whose clock is an hour ahead sees the run untouched for
+	// long enough; it never executes anything here.
+	watcher := te.engine(func(o *Options) { o.Clock = aheadClock{time.Hour} })
+	out, err := watcher.ReadOutput(te.ctx, id, ReadParams{Wait: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.OwnerGone != 999999999 || out.Done || out.Status != store.RunRunning {
+		t.Fatalf("output: %+v", out)
+	}
+}
+
+type aheadClock struct{ d time.Duration }
+
+func (c aheadClock) Now() time.Time { return time.Now().Add(c.d) }
+
+func (c aheadClock) NewTimer(d time.Duration) clock.Timer { return clock.Real{}.NewTimer(d) }
+
+func TestStopLetsAStepInFlightFinish(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"two.yaml": `
+steps:
+  - id: first
+    shell: 'sleep 0.3; echo first >> out.txt'
+  - id: second
+    shell: 'echo second >> out.txt'
+`})
+	first := te.engine()
+	r, err := first.Launch(te.ctx, LaunchParams{Target: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStepStarted(t, te, first, r.ID, "first")
+	first.Stop() // the step in flight finishes; the run is released before "second"
+	got, err := te.e.Get(te.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.RunRunning || got.OwnerPID != 0 || stepStatuses(got) != "first=succeeded second=pending" {
+		t.Fatalf("after Stop: %s owner %d, steps %s", got.Status, got.OwnerPID, stepStatuses(got))
+	}
+	if err := te.e.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := te.wait(te.e, r.ID)
+	if done.Status != store.RunSucceeded || te.read("out.txt") != "first\nsecond\n" {
+		t.Fatalf("after adoption: %s, out.txt %q", done.Status, te.read("out.txt"))
+	}
+}
