@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnhq/cairn/automations/policy"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -51,7 +52,7 @@ var (
 )
 
 func (s *Store) CreateAutomation(ctx context.Context, a *store.Automation) error {
-	store.PrepareNew(a)
+	policy.PrepareNew(a)
 	trig, err := json.Marshal(a.Trigger)
 	if err != nil {
 		return err
@@ -135,10 +136,6 @@ func (s *Store) ListAutomations(ctx context.Context, f store.AutomationFilter) (
 }
 
 func (s *Store) UpdateAutomation(ctx context.Context, a *store.Automation, expected int64) error {
-	now := a.UpdatedAt
-	if now.IsZero() {
-		now = time.Now()
-	}
 	var out *store.Automation
 	err := s.write(ctx, "automation.update", func(tx *sql.Tx) error {
 		cur, err := s.txGetAutomation(ctx, tx, a.ID)
@@ -148,7 +145,7 @@ func (s *Store) UpdateAutomation(ctx context.Context, a *store.Automation, expec
 		if cur.Revision != expected {
 			return &store.StaleError{Kind: "automation", ID: a.ID, Expected: expected, Actual: cur.Revision}
 		}
-		next := store.ApplyUpdate(cur, a, now)
+		next := policy.ApplyUpdate(cur, a, a.UpdatedAt)
 		trig, err := json.Marshal(next.Trigger)
 		if err != nil {
 			return err
@@ -299,7 +296,7 @@ var (
 // id is taken: then nothing was kept, and fireEach must decide.
 func (s *Store) fireBatch(ctx context.Context, tx *sql.Tx, ps []store.FireParams, autos map[string]*store.Automation, last map[string]*store.Run) (out []store.FireOutcome, ok bool, err error) {
 	out = make([]store.FireOutcome, len(ps))
-	plans := make([]store.FirePlan, len(ps))
+	plans := make([]policy.FirePlan, len(ps))
 	var writes []int // the fires to record, by index in ps
 	for i, p := range ps {
 		a, found := autos[p.AutomationID]
@@ -310,7 +307,7 @@ func (s *Store) fireBatch(ctx context.Context, tx *sql.Tx, ps []store.FireParams
 		// No fire is recorded at the slot (the insert below checks it),
 		// so PlanFire either refuses p, finds it already fired (the
 		// cursor is past it), or records it.
-		plan, err := store.PlanFire(a, last[a.State.LastRunID], nil, p)
+		plan, err := policy.PlanFire(a, last[a.State.LastRunID], nil, p)
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -463,7 +460,7 @@ func (s *Store) fireEach(ctx context.Context, tx *sql.Tx, ps []store.FireParams,
 			continue
 		}
 		key := fireKey{a.ID, p.Nominal.UTC().Truncate(time.Millisecond).UnixMilli()}
-		plan, err := store.PlanFire(a, last[a.State.LastRunID], existing[key], p)
+		plan, err := policy.PlanFire(a, last[a.State.LastRunID], existing[key], p)
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -678,7 +675,7 @@ func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*st
 		if err != nil {
 			return err
 		}
-		st, err := store.ApplyRecord(a, p)
+		st, err := policy.ApplyRecord(a, p)
 		if err != nil {
 			return err
 		}
@@ -781,7 +778,7 @@ func (m *stateMemo) decode(text string) (store.AutomationState, error) {
 	st, ok := m.m[text]
 	m.mu.Unlock()
 	if ok {
-		st.Pending = clonePending(st.Pending)
+		st.Pending = st.Pending.Clone()
 		return st, nil
 	}
 	if err := json.Unmarshal([]byte(text), &st); err != nil {
@@ -793,19 +790,11 @@ func (m *stateMemo) decode(text string) (store.AutomationState, error) {
 
 // put remembers that text encodes st.
 func (m *stateMemo) put(text string, st store.AutomationState) {
-	st.Pending = clonePending(st.Pending)
+	st.Pending = st.Pending.Clone()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.m) >= stateMemoMax {
 		clear(m.m)
 	}
 	m.m[text] = st
-}
-
-func clonePending(p *store.PendingLaunch) *store.PendingLaunch {
-	if p == nil {
-		return nil
-	}
-	c := *p
-	return &c
 }
