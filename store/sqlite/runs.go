@@ -29,7 +29,7 @@ var qInsertRun = prepared("INSERT INTO runs (" + runColumns + ", change_seq) VAL
 // timestamps). Other writes that must queue a run in the same transaction
 // (an automation's fire) call it too.
 func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, r *store.Run) error {
-	r.SetCreateDefaults(time.Now())
+	r.SetCreateDefaults()
 	args, err := runArgs(r)
 	if err != nil {
 		return err
