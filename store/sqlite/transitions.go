@@ -66,7 +66,7 @@ func (s *Store) updateRunTx(ctx context.Context, tx *sql.Tx, r *store.Run) error
 type runReader func(s *Store, ctx context.Context, tx *sql.Tx, id string) (*store.Run, error)
 
 var (
-	readRun  runReader = (*Store).getRunTx
+	readRun   runReader = (*Store).getRunTx
 	readOwned runReader = (*Store).ownedRunTx
 )
 
