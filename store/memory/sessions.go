@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
@@ -37,8 +36,6 @@ func (d *sessionsData) init() {
 
 func (d *sessionsData) count() int { return len(d.byID) }
 
-func nowMilli() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
-
 func (d *sessionsData) get(id string) (*sessionEntry, error) {
 	e, ok := d.byID[id]
 	if !ok {
@@ -62,7 +59,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) (bool, e
 				return fmt.Errorf("create session %s: parent: %w", sess.ID, err)
 			}
 		}
-		now := nowMilli()
+		now := store.Millis(store.At(sess.CreatedAt))
 		e := &sessionEntry{
 			s:      store.Session{ID: sess.ID, Title: sess.Title, ParentID: sess.ParentID, Revision: 1, CreatedAt: now, UpdatedAt: now},
 			msgIDs: make(map[string]bool),
@@ -178,7 +175,7 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*st
 			}
 			seen[id], idsOf[i] = true, id
 		}
-		now := nowMilli()
+		now := store.AppendTime(msgs)
 		for i, m := range msgs {
 			e.s.LastSeq++
 			m.SessionID, m.ID, m.Seq, m.CreatedAt = sessionID, idsOf[i], e.s.LastSeq, now
@@ -241,7 +238,7 @@ func (s *Store) PrepareCompaction(ctx context.Context, p store.PrepareCompaction
 		if err != nil {
 			return fmt.Errorf("freeze session %s: %w", p.SessionID, err)
 		}
-		now := nowMilli()
+		now := store.Millis(store.At(p.Now))
 		res := &store.CompactionResult{Session: new(e.s)}
 		for _, a := range e.archives {
 			if a.a.Status == store.ArchivePrepared {
@@ -339,7 +336,7 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 		if e.msgIDs[m.ID] && !slices.ContainsFunc(e.msgs[:cut], func(old *store.Message) bool { return old.ID == m.ID }) {
 			return fmt.Errorf("append to session %s: message id %s: %w", p.SessionID, m.ID, store.ErrExists)
 		}
-		now := nowMilli()
+		now := store.Millis(store.At(p.Now))
 		m.SessionID, m.Seq, m.CreatedAt = p.SessionID, a.a.CutSeq, now
 		if len(m.Metadata) == 0 {
 			m.Metadata = json.RawMessage("{}")
@@ -373,7 +370,7 @@ func (s *Store) FailCompaction(ctx context.Context, p store.FailCompactionParams
 		if err != nil {
 			return err
 		}
-		a.a.Status, a.a.Error, a.a.SettledAt = store.ArchiveFailed, p.Reason, nowMilli()
+		a.a.Status, a.a.Error, a.a.SettledAt = store.ArchiveFailed, p.Reason, store.Millis(store.At(p.Now))
 		out = &store.CompactionResult{Session: new(e.s), Archive: archiveHead(a)}
 		out.Pruned = s.sessions.prune(e, p.ArchiveID, p.MaxArchives)
 		return nil
