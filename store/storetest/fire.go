@@ -199,13 +199,13 @@ func testSettledRunEndsOverlap(t *testing.T, s store.Store) {
 	if o := fire(1); o != store.FireQueued {
 		t.Fatalf("first fire: %s", o)
 	}
-	if _, err := s.ClaimRun(ctx, store.ClaimParams{ID: "run_1", Claim: "c1", PID: 1, Now: time.Now()}); err != nil {
+	if _, err := s.ClaimRun(ctx, store.ClaimParams{ID: "run_1", Claim: "c1", PID: 1, Now: autT0.Add(90 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	if o := fire(2); o != store.FireSkipped {
 		t.Fatalf("fire while run_1 runs: %s", o)
 	}
-	if _, err := s.SettleRun(ctx, store.SettleParams{ID: "run_1", Claim: "c1", Status: store.RunFailed, Error: "boom"}); err != nil {
+	if _, err := s.SettleRun(ctx, store.SettleParams{ID: "run_1", Claim: "c1", Status: store.RunFailed, Error: "boom", Now: autT0.Add(150 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	// The scheduler has not recorded the finish; the run row decides.

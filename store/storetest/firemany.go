@@ -201,15 +201,15 @@ func testFireManySettledLatest(t *testing.T, s store.Store) {
 	if _, err := s.FireMany(ctx, []store.FireParams{scheduledFire("aut_a", manySlot, "run_1"), scheduledFire("aut_b", manySlot, "run_b")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ClaimRun(ctx, store.ClaimParams{ID: "run_1", Claim: "c1", PID: 1, Now: time.Now()}); err != nil {
+	if _, err := s.ClaimRun(ctx, store.ClaimParams{ID: "run_1", Claim: "c1", PID: 1, Now: manySlot.Add(10 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SettleRun(ctx, store.SettleParams{ID: "run_1", Claim: "c1", Status: store.RunFailed, Error: "boom"}); err != nil {
+	if _, err := s.SettleRun(ctx, store.SettleParams{ID: "run_1", Claim: "c1", Status: store.RunFailed, Error: "boom", Now: manySlot.Add(20 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := s.GetRun(ctx, "run_1")
-	// The next fire comes after the settle (real clock), as it would.
-	next := time.Now().UTC().Truncate(time.Second).Add(time.Minute)
+	// The next fire comes after the settle, as it would.
+	next := manySlot.Add(time.Minute)
 	p := scheduledFire("aut_a", next, "run_2")
 	outs, err := s.FireMany(ctx, []store.FireParams{p, scheduledFire("aut_b", next, "run_b2")})
 	if err != nil || outs[0].Err != nil || outs[0].Result.Fire.Outcome != store.FireQueued {
