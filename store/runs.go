@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -394,4 +396,29 @@ func (r *Run) SetCreateDefaults() {
 	if len(r.Input) == 0 {
 		r.Input = json.RawMessage("{}")
 	}
+}
+
+// ListLimit is f's page size: Limit, 50 when unset, at most MaxListLimit.
+func (f RunFilter) ListLimit() int {
+	if f.Limit <= 0 {
+		return 50
+	}
+	return min(f.Limit, MaxListLimit)
+}
+
+// RunCursor is the cursor of the page after r (see RunFilter.Cursor): its
+// creation time and id.
+func RunCursor(r *Run) string {
+	return strconv.FormatInt(r.CreatedAt.UnixMilli(), 10) + "." + r.ID
+}
+
+// ParseRunCursor reads a RunCursor: the creation time (unix
+// milliseconds) and id of the last run of the previous page.
+func ParseRunCursor(c string) (createdMS int64, id string, err error) {
+	ms, id, ok := strings.Cut(c, ".")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || id == "" {
+		return 0, "", fmt.Errorf("list runs: invalid cursor %q", c)
+	}
+	return n, id, nil
 }

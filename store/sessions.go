@@ -322,3 +322,17 @@ func AppendTime(msgs []*Message) time.Time {
 	}
 	return Millis(At(t))
 }
+
+// CheckAppend refuses an append of no messages, or of one with an unknown
+// role, before a backend writes anything.
+func CheckAppend(sessionID string, msgs []*Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("append to session %s: no messages", sessionID)
+	}
+	for i, m := range msgs {
+		if !m.Role.Valid() {
+			return fmt.Errorf("append to session %s: message %d: unknown role %q", sessionID, i, m.Role)
+		}
+	}
+	return nil
+}

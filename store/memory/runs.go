@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -71,22 +70,16 @@ func newestFirst(a, b *store.Run) int {
 }
 
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, string, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	limit = min(limit, store.MaxListLimit)
+	limit := f.ListLimit()
 	var (
 		curMS int64
 		curID string
 	)
 	if f.Cursor != "" {
-		ms, id, ok := strings.Cut(f.Cursor, ".")
-		n, err := strconv.ParseInt(ms, 10, 64)
-		if !ok || err != nil || id == "" {
-			return nil, "", fmt.Errorf("list runs: invalid cursor %q", f.Cursor)
+		var err error
+		if curMS, curID, err = store.ParseRunCursor(f.Cursor); err != nil {
+			return nil, "", err
 		}
-		curMS, curID = n, id
 	}
 	var out []*store.Run
 	err := s.read(func() error {
@@ -114,8 +107,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		last := out[limit-1]
-		next = strconv.FormatInt(last.CreatedAt.UnixMilli(), 10) + "." + last.ID
+		next = store.RunCursor(out[limit-1])
 	}
 	return out, next, nil
 }

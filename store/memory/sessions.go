@@ -148,13 +148,8 @@ func cloneMessage(m *store.Message) *store.Message {
 }
 
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*store.Message) (*store.Session, error) {
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("append to session %s: no messages", sessionID)
-	}
-	for i, m := range msgs {
-		if !m.Role.Valid() {
-			return nil, fmt.Errorf("append to session %s: message %d: unknown role %q", sessionID, i, m.Role)
-		}
+	if err := store.CheckAppend(sessionID, msgs); err != nil {
+		return nil, err
 	}
 	var out store.Session
 	err := s.write(ctx, "session.append", func() error {
@@ -298,6 +293,19 @@ func (d *sessionsData) prune(e *sessionEntry, current string, maxArchives int) [
 }
 
 // prepared returns a session's attempt, refusing one that is not prepared.
+// attempt returns a session and its prepared attempt archiveID.
+func (d *sessionsData) attempt(sessionID, archiveID string) (*sessionEntry, *archiveEntry, error) {
+	e, err := d.get(sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := d.prepared(e, archiveID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, a, nil
+}
+
 func (d *sessionsData) prepared(e *sessionEntry, archiveID string) (*archiveEntry, error) {
 	a, ok := d.archives[archiveID]
 	if !ok || a.a.SessionID != e.s.ID {
@@ -315,11 +323,7 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 	}
 	var out *store.CompactionResult
 	err := s.write(ctx, "session.compact.commit", func() error {
-		e, err := s.sessions.get(p.SessionID)
-		if err != nil {
-			return err
-		}
-		a, err := s.sessions.prepared(e, p.ArchiveID)
+		e, a, err := s.sessions.attempt(p.SessionID, p.ArchiveID)
 		if err != nil {
 			return err
 		}
@@ -362,11 +366,7 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 func (s *Store) FailCompaction(ctx context.Context, p store.FailCompactionParams) (*store.CompactionResult, error) {
 	var out *store.CompactionResult
 	err := s.write(ctx, "session.compact.fail", func() error {
-		e, err := s.sessions.get(p.SessionID)
-		if err != nil {
-			return err
-		}
-		a, err := s.sessions.prepared(e, p.ArchiveID)
+		e, a, err := s.sessions.attempt(p.SessionID, p.ArchiveID)
 		if err != nil {
 			return err
 		}

@@ -102,19 +102,8 @@ func (s *Store) ListAutomations(ctx context.Context, f store.AutomationFilter) (
 		which, args = which|2, append(args, f.Key)
 	}
 	rows, err := s.query(ctx, qListAutomations[which], args...)
+	out, err := scanRows(rows, err, scanAutomation, []*store.Automation{})
 	if err != nil {
-		return nil, fmt.Errorf("list automations: %w", err)
-	}
-	defer rows.Close()
-	out := []*store.Automation{}
-	for rows.Next() {
-		a, err := scanAutomation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list automations: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list automations: %w", err)
 	}
 	return out, nil
@@ -202,19 +191,8 @@ func (s *Store) ListFires(ctx context.Context, automationID string, limit int) (
 		limit = store.FireHistory
 	}
 	rows, err := s.query(ctx, qListFires, automationID, limit)
+	out, err := scanRows(rows, err, scanFire, []*store.AutomationFire{})
 	if err != nil {
-		return nil, fmt.Errorf("list fires of automation %s: %w", automationID, err)
-	}
-	defer rows.Close()
-	out := []*store.AutomationFire{}
-	for rows.Next() {
-		f, err := scanFire(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list fires of automation %s: %w", automationID, err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list fires of automation %s: %w", automationID, err)
 	}
 	return out, nil

@@ -231,19 +231,9 @@ func (s *Store) ListArchives(ctx context.Context, sessionID string) ([]*store.Ar
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, "SELECT "+archiveColumns+" FROM session_archives WHERE session_id = ? ORDER BY n DESC", sessionID)
+	scanHead := func(row rowScanner) (*store.Archive, error) { return scanArchive(row, false) }
+	out, err := scanRows(rows, err, scanHead, nil)
 	if err != nil {
-		return nil, fmt.Errorf("list archives of session %s: %w", sessionID, err)
-	}
-	defer rows.Close()
-	var out []*store.Archive
-	for rows.Next() {
-		a, err := scanArchive(rows, false)
-		if err != nil {
-			return nil, fmt.Errorf("list archives of session %s: %w", sessionID, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list archives of session %s: %w", sessionID, err)
 	}
 	return out, nil

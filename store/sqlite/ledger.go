@@ -175,17 +175,9 @@ func (s *Store) Ledger(ctx context.Context, runID string) ([]*store.LedgerEntry,
 		return nil, fmt.Errorf("read ledger of run %s: %w", runID, err)
 	}
 	rows, err := s.query(ctx, qLedger, runID)
+	out, err := scanRows(rows, err, scanLedger, []*store.LedgerEntry{})
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of run %s: %w", runID, err)
 	}
-	defer rows.Close()
-	out := []*store.LedgerEntry{}
-	for rows.Next() {
-		e, err := scanLedger(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read ledger of run %s: %w", runID, err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }

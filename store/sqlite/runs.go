@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +87,28 @@ func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 // rowScanner is *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(dest ...any) error }
 
+// scanRows scans the rows a query returned (qerr: its error) with scan,
+// appending to out, and closes them.
+func scanRows[T any](rows *sql.Rows, qerr error, scan func(rowScanner) (T, error), out []T) ([]T, error) {
+	if qerr != nil {
+		return nil, qerr
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func scanRunRow(row rowScanner) (*store.Run, error) { return scanRun(row) }
+
 // scanRun scans runColumns, then extra.
 func scanRun(row rowScanner, extra ...any) (*store.Run, error) {
 	var (
@@ -150,11 +171,7 @@ func timeOf(n sql.NullInt64) time.Time {
 }
 
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, string, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	limit = min(limit, store.MaxListLimit)
+	limit := f.ListLimit()
 	var (
 		where []string
 		args  []any
@@ -176,7 +193,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 		args = append(args, f.UpdatedAfter.UnixMilli())
 	}
 	if f.Cursor != "" {
-		ms, id, err := parseCursor(f.Cursor)
+		ms, id, err := store.ParseRunCursor(f.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -196,42 +213,14 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 	next := ""
 	if len(runs) > limit {
 		runs = runs[:limit]
-		last := runs[limit-1]
-		next = makeCursor(last)
+		next = store.RunCursor(runs[limit-1])
 	}
 	return runs, next, nil
 }
 
-// makeCursor and parseCursor encode a page boundary: the last run's
-// creation time and id.
-func makeCursor(r *store.Run) string {
-	return strconv.FormatInt(r.CreatedAt.UnixMilli(), 10) + "." + r.ID
-}
-
-func parseCursor(c string) (int64, string, error) {
-	ms, id, ok := strings.Cut(c, ".")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || id == "" {
-		return 0, "", fmt.Errorf("list runs: invalid cursor %q", c)
-	}
-	return n, id, nil
-}
-
 func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*store.Run, error) {
 	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanRunRow, nil)
 }
 
 var qRunnableRuns = prepared("SELECT " + strings.Replace(runColumns, "literals", "'' AS literals", 1) +

@@ -142,13 +142,8 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 }
 
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*store.Message) (*store.Session, error) {
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("append to session %s: no messages", sessionID)
-	}
-	for i, m := range msgs {
-		if !m.Role.Valid() {
-			return nil, fmt.Errorf("append to session %s: message %d: unknown role %q", sessionID, i, m.Role)
-		}
+	if err := store.CheckAppend(sessionID, msgs); err != nil {
+		return nil, err
 	}
 	var out *store.Session
 	err := s.write(ctx, "session.append", func(tx *sql.Tx) error {
