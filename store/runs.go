@@ -276,7 +276,9 @@ type StepFinish struct {
 // token and are refused with ErrNotOwner once another claim replaced it;
 // the runs they return have no Literals (the owner has them).
 // A missing run gives an error wrapping ErrNotFound; a transition the
-// run's status does not allow gives a *RunStateError.
+// run's status does not allow gives a *RunStateError. Every backend
+// decides transitions with the Apply* functions (see transition.go).
+// ReleaseRun and CancelRun take no time and write at the current time.
 type RunStore interface {
 	// CreateRun stores a new run (status queued unless set), created at
 	// r.CreatedAt (zero: the current time). Its id must be unused: a taken id is refused with an error wrapping ErrExists.
