@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/automations/schedule"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -70,7 +71,7 @@ func testCreateGetListAutomations(t *testing.T, s store.Store) {
 	a := newTestAutomation("aut_a", "nightly")
 	a.Trigger = store.AutomationTrigger{Kind: store.TriggerFiles, Files: []string{"src/**/*.go", "go.mod"}, Every: "10s"}
 	mustCreateAutomation(t, s, a)
-	if a.Revision != 1 || a.Overlap != store.OverlapSkip || a.Missed != store.MissedSkip {
+	if a.Revision != 1 || a.Overlap != store.OverlapSkip || a.Missed != string(schedule.MissedSkip) {
 		t.Fatalf("defaults not filled: %+v", a)
 	}
 	got := mustGetAutomation(t, s, "aut_a")
