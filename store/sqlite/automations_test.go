@@ -73,3 +73,21 @@ func BenchmarkFireMany(b *testing.B) {
 	}
 	b.ReportMetric(n, "fires/op")
 }
+
+// TestStateMemoIsPerStore: two stores in one process keep their own memo
+// of decoded automation states.
+func TestStateMemoIsPerStore(t *testing.T) {
+	t.Parallel()
+	a, b := newTestStore(t), newTestStore(t)
+	defer a.Close()
+	defer b.Close()
+	if _, err := a.states.decode(`{"fires":3}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.states.m[`{"fires":3}`]; !ok {
+		t.Fatal("the store did not remember the state it decoded")
+	}
+	if _, ok := b.states.m[`{"fires":3}`]; ok {
+		t.Fatal("another store shares the memo")
+	}
+}
