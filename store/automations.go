@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/cairnhq/cairn/automations/schedule"
 )
 
 // Trigger kinds of an automation.
@@ -25,10 +27,14 @@ const (
 	OverlapBufferOne = "buffer_one" // hold one fire until the previous run settles
 )
 
-// Missed-run policies for cron slots that passed unfired.
+// Missed-run policies for cron slots that passed unfired, as stored in
+// Automation.Missed.
+//
+// Deprecated: use schedule.MissedSkip and schedule.MissedOnce (converted
+// with string()); these aliases go once no caller uses them.
 const (
-	MissedSkip = "skip" // count them (the default)
-	MissedOnce = "once" // fire the latest once, as a catch-up
+	MissedSkip = string(schedule.MissedSkip)
+	MissedOnce = string(schedule.MissedOnce)
 )
 
 // Fire outcomes.
@@ -295,257 +301,17 @@ type AutomationStore interface {
 	AutomationsVersion(ctx context.Context) (int64, error)
 }
 
-// Backend helpers: the rules every backend applies, so that they cannot
-// drift apart. They are pure functions over the records a backend loaded
-// inside its write.
-
-// FirePlan is what a backend writes for one fire.
-type FirePlan struct {
-	Result FireResult
-	// Insert the new fire row (false with Update: replace the buffered
-	// row; both false: write nothing).
-	Insert, Update bool
-	// QueueRun: insert Result.Run in the same transaction.
-	QueueRun bool
-	// State is the automation's new state (write it when Insert or Update).
-	State AutomationState
-}
-
-// PlanFire decides what p does to a. last is the automation's latest run
-// as stored now, with its Status and FinishedAt/UpdatedAt (nil when it has
-// none, or it is gone), and existing the fire already recorded at
-// p.Nominal (nil if none). A latest run that settled without the
-// scheduler recording it is recorded in the new state (LastFinish,
-// LastStatus) before a new run replaces it. Times are stored with
-// millisecond precision, so p's times are truncated to the millisecond.
-func PlanFire(a *Automation, last *Run, existing *AutomationFire, p FireParams) (FirePlan, error) {
-	nominal := p.Nominal.UTC().Truncate(time.Millisecond)
-	actual := p.Actual.UTC().Truncate(time.Millisecond)
-	st := a.State
-	plan := FirePlan{State: st}
-	if !a.Enabled {
-		return plan, fmt.Errorf("fire automation %s: %w%s", a.Key, ErrPaused, noteSuffix(a.Note))
-	}
-	// The latest run is in flight unless its row says it settled, the
-	// scheduler recorded that it did, or it is gone.
-	running := st.InFlight() && last != nil && !last.Status.Settled()
-	if st.InFlight() && last != nil && last.Status.Settled() {
-		// The latest run settled and the scheduler has not recorded it
-		// yet: record it now, before a new run takes its place.
-		st = settledState(st, last, actual)
-		plan.State = st
-	}
-	if p.Release {
-		if existing == nil || existing.Outcome != FireBuffered || !st.Buffered.Equal(nominal) || running {
-			plan.Result = FireResult{Fire: existing, AlreadyFired: true}
-			return plan, nil
-		}
-		if p.Run == nil {
-			return plan, fmt.Errorf("release fire of automation %s: no run given", a.Key)
-		}
-		f := *existing
-		f.Outcome, f.RunID = FireQueued, p.Run.ID
-		plan.State.Buffered = time.Time{}
-		startRun(&plan.State, p.Run, actual)
-		plan.Update, plan.QueueRun = true, true
-		plan.Result = FireResult{Fire: &f, Run: p.Run}
-		return plan, nil
-	}
-	if existing != nil || (!p.Manual && !nominal.After(st.Cursor)) {
-		plan.Result = FireResult{Fire: existing, AlreadyFired: true}
-		return plan, nil
-	}
-	if e := p.Expect; e != nil {
-		switch {
-		case e.Revision != a.Revision:
-			return plan, fmt.Errorf("fire prepared for automation %s: %w", a.Key, &StaleError{Kind: "automation", ID: a.ID, Expected: e.Revision, Actual: a.Revision})
-		case !e.Cursor.UTC().Truncate(time.Millisecond).Equal(a.State.Cursor):
-			return plan, fmt.Errorf("fire prepared for automation %s: its cursor moved since: %w", a.Key, ErrStale)
-		case !a.State.Buffered.IsZero():
-			return plan, fmt.Errorf("fire prepared for automation %s: a buffered fire waits to be released first: %w", a.Key, ErrStale)
-		}
-	}
-	f := &AutomationFire{AutomationID: a.ID, Nominal: nominal, Actual: actual, Lag: actual.Sub(nominal), Manual: p.Manual}
-	switch {
-	case !running || a.Overlap == OverlapAllow:
-		if p.Run == nil {
-			return plan, fmt.Errorf("fire automation %s: no run given", a.Key)
-		}
-		f.Outcome, f.RunID = FireQueued, p.Run.ID
-		startRun(&plan.State, p.Run, actual)
-		plan.QueueRun = true
-		plan.Result.Run = p.Run
-	case a.Overlap == OverlapBufferOne && plan.State.Buffered.IsZero():
-		f.Outcome = FireBuffered
-		plan.State.Buffered = nominal
-	default:
-		f.Outcome = FireSkipped
-		plan.State.Skipped++
-	}
-	if !p.Manual {
-		plan.State.Cursor = nominal
-		plan.State.Missed += max(p.Missed, 0)
-	}
-	if !p.NextDue.IsZero() {
-		plan.State.NextDue = p.NextDue.UTC().Truncate(time.Millisecond)
-	}
-	if p.Observation != "" {
-		plan.State.Observation = p.Observation
-		plan.State.ObservedAt = actual
-		plan.State.Pending = nil
-	}
-	plan.State.LastError = ""
-	plan.Insert = true
-	plan.Result.Fire = f
-	return plan, nil
-}
-
-// settledState records that last, the latest run, settled, as of a fire
-// at actual. The finish is kept after the run's start and before actual,
-// so the state reads as not in flight until the new run starts and in
-// flight after.
-func settledState(st AutomationState, last *Run, actual time.Time) AutomationState {
-	at := last.FinishedAt
-	if at.IsZero() {
-		at = last.UpdatedAt
-	}
-	at = at.UTC().Truncate(time.Millisecond)
-	if !at.Before(actual) {
-		at = actual.Add(-time.Millisecond)
-	}
-	if at.Before(st.LastStart) {
-		at = st.LastStart
-	}
-	st.LastFinish = at
-	st.LastStatus = string(last.Status)
-	return st
-}
-
-func startRun(st *AutomationState, r *Run, at time.Time) {
-	st.LastStart = at
-	st.LastRunID = r.ID
-	st.LastStatus = string(RunQueued)
-	st.Fires++
-}
-
-func noteSuffix(note string) string {
-	if note == "" {
-		return ""
-	}
-	return " (" + note + ")"
-}
-
-// ApplyRecord applies p to a's state, returning the new state or an error
-// wrapping ErrStale when p.ExpectObservation does not match.
-func ApplyRecord(a *Automation, p RecordParams) (AutomationState, error) {
-	st := a.State
-	if p.ExpectObservation != nil && *p.ExpectObservation != st.Observation {
-		return st, fmt.Errorf("record observation of automation %s: it changed since it was read: %w", a.ID, ErrStale)
-	}
-	if c := p.Cursor.UTC().Truncate(time.Millisecond); c.After(st.Cursor) {
-		st.Cursor = c
-		st.Missed += max(p.Missed, 0)
-	}
-	if !p.NextDue.IsZero() {
-		st.NextDue = p.NextDue.UTC().Truncate(time.Millisecond)
-	}
-	if f := p.Finished; f != nil && f.RunID == st.LastRunID && st.InFlight() {
-		at := f.At.UTC().Truncate(time.Millisecond)
-		if at.Before(st.LastStart) {
-			at = st.LastStart
-		}
-		st.LastFinish = at
-		st.LastStatus = string(f.Status)
-	}
-	if p.Baseline != "" {
-		st.Observation = p.Baseline
-	}
-	if !p.ObservedAt.IsZero() {
-		st.ObservedAt = p.ObservedAt.UTC().Truncate(time.Millisecond)
-	}
-	if p.ClearPending {
-		st.Pending = nil
-	}
-	if p.Pending != nil {
-		pl := *p.Pending
-		pl.Nominal = pl.Nominal.UTC().Truncate(time.Millisecond)
-		pl.Since = pl.Since.UTC().Truncate(time.Millisecond)
-		st.Pending = &pl
-	}
-	switch p.Error {
-	case "":
-	case "-":
-		st.LastError = ""
-	default:
-		st.LastError = p.Error
-	}
-	return st, nil
-}
-
-// ApplyUpdate copies the spec of next onto cur, as UpdateAutomation does:
-// it returns the updated record (revision bumped, state adjusted).
-func ApplyUpdate(cur, next *Automation, now time.Time) *Automation {
-	out := *cur
-	out.Target = next.Target
-	out.Input = append(json.RawMessage(nil), next.Input...)
-	if len(out.Input) == 0 {
-		out.Input = json.RawMessage("{}")
-	}
-	out.Trigger = next.Trigger
-	out.Trigger.Files = slices.Clone(next.Trigger.Files)
-	out.Enabled = next.Enabled
-	out.Note = next.Note
-	out.Overlap = next.Overlap
-	out.Missed = next.Missed
-	out.Source = next.Source
-	out.Revision = cur.Revision + 1
-	now = now.UTC().Truncate(time.Millisecond)
-	out.UpdatedAt = now
-	st := cur.State
-	st.Pending = clonePending(st.Pending)
-	if !cur.Trigger.Equal(next.Trigger) && (cur.Trigger.Kind == TriggerFiles || cur.Trigger.Kind == TriggerHTTP || next.Trigger.Kind == TriggerFiles || next.Trigger.Kind == TriggerHTTP) {
-		st.Observation, st.Pending = "", nil
-	}
-	if next.Enabled && !cur.Enabled && now.After(st.Cursor) {
-		st.Cursor = now.Truncate(time.Second)
-	}
-	out.State = st
-	return &out
-}
-
-// PrepareNew fills a new automation's defaults (as CreateAutomation does).
-func PrepareNew(a *Automation) {
-	now := time.Now().UTC()
-	if a.CreatedAt.IsZero() {
-		a.CreatedAt = now
-	}
-	a.CreatedAt = a.CreatedAt.UTC().Truncate(time.Millisecond)
-	if a.UpdatedAt.IsZero() {
-		a.UpdatedAt = a.CreatedAt
-	}
-	a.UpdatedAt = a.UpdatedAt.UTC().Truncate(time.Millisecond)
-	if len(a.Input) == 0 {
-		a.Input = json.RawMessage("{}")
-	}
-	if a.Overlap == "" {
-		a.Overlap = OverlapSkip
-	}
-	if a.Missed == "" {
-		a.Missed = MissedSkip
-	}
-	a.Revision = 1
-}
-
 // CloneAutomation deep-copies a.
 func CloneAutomation(a *Automation) *Automation {
 	c := *a
 	c.Input = append(json.RawMessage(nil), a.Input...)
 	c.Trigger.Files = slices.Clone(a.Trigger.Files)
-	c.State.Pending = clonePending(a.State.Pending)
+	c.State.Pending = a.State.Pending.Clone()
 	return &c
 }
 
-func clonePending(p *PendingLaunch) *PendingLaunch {
+// Clone copies a pending launch (nil stays nil).
+func (p *PendingLaunch) Clone() *PendingLaunch {
 	if p == nil {
 		return nil
 	}

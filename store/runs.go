@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -150,7 +152,9 @@ type ClaimParams struct {
 	ID    string
 	Claim string // a fresh token naming this claim
 	PID   int
-	Now   time.Time // wake times are compared with it
+	// Now is the write's time, and wake times are compared with it
+	// (zero: the current time).
+	Now time.Time
 }
 
 // Claimed is a claimed run and what it was before.
@@ -166,6 +170,7 @@ type ParkParams struct {
 	Claim    string
 	Question *Question // nil: a durable sleep
 	WakeAt   time.Time // zero: only an answer wakes it
+	Now      time.Time // the write's time; zero: the current time
 }
 
 // SettleParams end a run.
@@ -187,6 +192,9 @@ type SettleParams struct {
 	// (no external effect), or the outcome of the run's last call. If
 	// one of them is refused, nothing is written.
 	Ledger []StepFinish
+	// Now is the write's time (FinishedAt; zero: the current time), and
+	// that of the Ledger outcomes that have none.
+	Now time.Time
 }
 
 // AnswerParams answer the question a waiting run asks.
@@ -194,6 +202,7 @@ type AnswerParams struct {
 	ID         string
 	QuestionID string // must be the open question's id
 	Answer     string
+	Now        time.Time // the write's time; zero: the current time
 }
 
 // LedgerState is how far a ledger entry got.
@@ -242,6 +251,9 @@ type StepStart struct {
 	// and before the start, as in SettleParams: an owner writes the
 	// outcome of one call with the start of the next.
 	Ledger []StepFinish
+	// Now is the write's time (StartedAt; zero: the current time), and
+	// that of the Ledger outcomes that have none.
+	Now time.Time
 }
 
 // StepFinish records a step call's outcome.
@@ -254,6 +266,7 @@ type StepFinish struct {
 	Status   string
 	Result   json.RawMessage
 	Error    string
+	Now      time.Time // the write's time (FinishedAt); zero: the current time
 }
 
 // RunStore keeps runs: their records, literals, ledgers and questions.
@@ -263,10 +276,12 @@ type StepFinish struct {
 // token and are refused with ErrNotOwner once another claim replaced it;
 // the runs they return have no Literals (the owner has them).
 // A missing run gives an error wrapping ErrNotFound; a transition the
-// run's status does not allow gives a *RunStateError.
+// run's status does not allow gives a *RunStateError. Every backend
+// decides transitions with the Apply* functions (see transition.go).
+// ReleaseRun and CancelRun take no time and write at the current time.
 type RunStore interface {
-	// CreateRun stores a new run (status queued unless set). Its id must be
-	// unused: a taken id is refused with an error wrapping ErrExists.
+	// CreateRun stores a new run (status queued unless set), created at
+	// r.CreatedAt (zero: the current time). Its id must be unused: a taken id is refused with an error wrapping ErrExists.
 	CreateRun(ctx context.Context, r *Run) error
 	// GetRun returns a run, or an error wrapping ErrNotFound.
 	GetRun(ctx context.Context, id string) (*Run, error)
@@ -372,19 +387,40 @@ func NotOwnerError(id string) error {
 }
 
 // SetCreateDefaults fills what a new run gets from every backend: status
-// queued unless set, revision 1, timestamps (milliseconds, UTC) and an
-// empty input object.
-func (r *Run) SetCreateDefaults(now time.Time) {
-	now = now.UTC().Truncate(time.Millisecond)
+// queued unless set, revision 1, timestamps (milliseconds, UTC: CreatedAt,
+// the current time when it is zero) and an empty input object.
+func (r *Run) SetCreateDefaults() {
+	r.CreatedAt = Millis(At(r.CreatedAt))
 	if r.Status == "" {
 		r.Status = RunQueued
 	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
-	r.UpdatedAt, r.Revision = now, 1
+	r.UpdatedAt, r.Revision = r.CreatedAt, 1
 	if len(r.Input) == 0 {
 		r.Input = json.RawMessage("{}")
 	}
+}
+
+// ListLimit is f's page size: Limit, 50 when unset, at most MaxListLimit.
+func (f RunFilter) ListLimit() int {
+	if f.Limit <= 0 {
+		return 50
+	}
+	return min(f.Limit, MaxListLimit)
+}
+
+// RunCursor is the cursor of the page after r (see RunFilter.Cursor): its
+// creation time and id.
+func RunCursor(r *Run) string {
+	return strconv.FormatInt(r.CreatedAt.UnixMilli(), 10) + "." + r.ID
+}
+
+// ParseRunCursor reads a RunCursor: the creation time (unix
+// milliseconds) and id of the last run of the previous page.
+func ParseRunCursor(c string) (createdMS int64, id string, err error) {
+	ms, id, ok := strings.Cut(c, ".")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || id == "" {
+		return 0, "", fmt.Errorf("list runs: invalid cursor %q", c)
+	}
+	return n, id, nil
 }

@@ -190,6 +190,7 @@ type PrepareCompactionParams struct {
 	Memory string
 	// MaxArchives: see Retention.
 	MaxArchives int
+	Now         time.Time // the write's time; zero: the current time
 }
 
 // CommitCompactionParams settles an attempt by replacing the session's
@@ -202,6 +203,7 @@ type CommitCompactionParams struct {
 	// when empty; the rest is filled in.
 	Summary     *Message
 	MaxArchives int
+	Now         time.Time // the write's time; zero: the current time
 }
 
 // FailCompactionParams settles an attempt as failed.
@@ -210,6 +212,7 @@ type FailCompactionParams struct {
 	ArchiveID   string
 	Reason      string
 	MaxArchives int
+	Now         time.Time // the write's time; zero: the current time
 }
 
 // CompactionResult is what a compaction step did.
@@ -266,7 +269,8 @@ type SessionStore interface {
 	// CreateSession stores s when no session has its id and returns true;
 	// otherwise it leaves the stored session unchanged and returns false.
 	// Either way s is filled with the stored record. A ParentID must name
-	// an existing session.
+	// an existing session. A new session is created at s.CreatedAt (zero:
+	// the current time).
 	CreateSession(ctx context.Context, s *Session) (created bool, err error)
 	// GetSession returns a session.
 	GetSession(ctx context.Context, id string) (*Session, error)
@@ -279,7 +283,8 @@ type SessionStore interface {
 	// AppendMessages adds msgs to the end of a session in one atomic
 	// operation whose cost does not depend on the session's size. It
 	// fills each message's SessionID, Seq, CreatedAt and (when empty) ID,
-	// and returns the session after the append. A message id already used
+	// and returns the session after the append. The append's time, every
+	// message's CreatedAt and the session's UpdatedAt, is AppendTime(msgs). A message id already used
 	// in the session refuses the whole append (ErrExists). Filled values
 	// are valid only when the error is nil.
 	AppendMessages(ctx context.Context, sessionID string, msgs []*Message) (*Session, error)
@@ -304,4 +309,30 @@ type SessionStore interface {
 	ListArchives(ctx context.Context, sessionID string) ([]*Archive, error)
 	// GetArchive returns one archive with its State.
 	GetArchive(ctx context.Context, id string) (*Archive, error)
+}
+
+// AppendTime is the time of an append of msgs: the latest CreatedAt they
+// carry, or the current time when none does; in UTC, to the millisecond.
+func AppendTime(msgs []*Message) time.Time {
+	var t time.Time
+	for _, m := range msgs {
+		if m.CreatedAt.After(t) {
+			t = m.CreatedAt
+		}
+	}
+	return Millis(At(t))
+}
+
+// CheckAppend refuses an append of no messages, or of one with an unknown
+// role, before a backend writes anything.
+func CheckAppend(sessionID string, msgs []*Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("append to session %s: no messages", sessionID)
+	}
+	for i, m := range msgs {
+		if !m.Role.Valid() {
+			return fmt.Errorf("append to session %s: message %d: unknown role %q", sessionID, i, m.Role)
+		}
+	}
+	return nil
 }

@@ -15,6 +15,12 @@
 // Mutable records carry a revision; a write that names a stale expected
 // revision is refused with a *StaleError.
 //
+// Rules are written once, outside the backends: the run state machine is
+// the pure Apply* functions of this package (transition.go), and the
+// automations' fire policy is package automations/policy. A backend reads,
+// calls them and persists what they return. Writes take their time from
+// their params (Now, CreatedAt); a zero time means the current time (At).
+//
 // All methods are safe for concurrent use, from many goroutines and, for
 // persistent backends, from many processes. A lookup of a missing record
 // returns an error wrapping ErrNotFound.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairnhq/cairn/automations/policy"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -33,7 +34,7 @@ func (d *automationsData) byKey(owner, key string) *store.Automation {
 }
 
 func (s *Store) CreateAutomation(ctx context.Context, a *store.Automation) error {
-	store.PrepareNew(a)
+	policy.PrepareNew(a)
 	return s.write(ctx, "automation.create", func() error {
 		if old := s.autos.byKey(a.Owner, a.Key); old != nil {
 			return &store.AutomationExistsError{Existing: store.CloneAutomation(old)}
@@ -77,10 +78,6 @@ func (s *Store) ListAutomations(ctx context.Context, f store.AutomationFilter) (
 }
 
 func (s *Store) UpdateAutomation(ctx context.Context, a *store.Automation, expected int64) error {
-	now := a.UpdatedAt
-	if now.IsZero() {
-		now = time.Now()
-	}
 	var out *store.Automation
 	err := s.write(ctx, "automation.update", func() error {
 		cur, ok := s.autos.byID[a.ID]
@@ -90,7 +87,7 @@ func (s *Store) UpdateAutomation(ctx context.Context, a *store.Automation, expec
 		if cur.Revision != expected {
 			return &store.StaleError{Kind: "automation", ID: a.ID, Expected: expected, Actual: cur.Revision}
 		}
-		next := store.ApplyUpdate(cur, a, now)
+		next := policy.ApplyUpdate(cur, a, a.UpdatedAt)
 		s.autos.byID[a.ID] = next
 		s.autos.version++
 		out = store.CloneAutomation(next)
@@ -169,7 +166,7 @@ func (s *Store) fire(p store.FireParams) (store.FireResult, error) {
 		c := *fires[at]
 		existing = &c
 	}
-	plan, err := store.PlanFire(a, last, existing, p)
+	plan, err := policy.PlanFire(a, last, existing, p)
 	if err != nil {
 		return store.FireResult{}, err
 	}
@@ -203,11 +200,7 @@ func (s *Store) fire(p store.FireParams) (store.FireResult, error) {
 	s.autos.fires[a.ID] = fires
 	next := store.CloneAutomation(a)
 	next.State = plan.State
-	next.State.Pending = nil
-	if plan.State.Pending != nil {
-		c := *plan.State.Pending
-		next.State.Pending = &c
-	}
+	next.State.Pending = plan.State.Pending.Clone()
 	s.autos.byID[a.ID] = next
 	return res, nil
 }
@@ -219,7 +212,7 @@ func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*st
 		if !ok {
 			return &store.NotFoundError{Kind: "automation", ID: p.AutomationID}
 		}
-		st, err := store.ApplyRecord(a, p)
+		st, err := policy.ApplyRecord(a, p)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
@@ -37,8 +36,6 @@ func (d *sessionsData) init() {
 
 func (d *sessionsData) count() int { return len(d.byID) }
 
-func nowMilli() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
-
 func (d *sessionsData) get(id string) (*sessionEntry, error) {
 	e, ok := d.byID[id]
 	if !ok {
@@ -62,7 +59,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) (bool, e
 				return fmt.Errorf("create session %s: parent: %w", sess.ID, err)
 			}
 		}
-		now := nowMilli()
+		now := store.Millis(store.At(sess.CreatedAt))
 		e := &sessionEntry{
 			s:      store.Session{ID: sess.ID, Title: sess.Title, ParentID: sess.ParentID, Revision: 1, CreatedAt: now, UpdatedAt: now},
 			msgIDs: make(map[string]bool),
@@ -151,13 +148,8 @@ func cloneMessage(m *store.Message) *store.Message {
 }
 
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*store.Message) (*store.Session, error) {
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("append to session %s: no messages", sessionID)
-	}
-	for i, m := range msgs {
-		if !m.Role.Valid() {
-			return nil, fmt.Errorf("append to session %s: message %d: unknown role %q", sessionID, i, m.Role)
-		}
+	if err := store.CheckAppend(sessionID, msgs); err != nil {
+		return nil, err
 	}
 	var out store.Session
 	err := s.write(ctx, "session.append", func() error {
@@ -178,7 +170,7 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*st
 			}
 			seen[id], idsOf[i] = true, id
 		}
-		now := nowMilli()
+		now := store.AppendTime(msgs)
 		for i, m := range msgs {
 			e.s.LastSeq++
 			m.SessionID, m.ID, m.Seq, m.CreatedAt = sessionID, idsOf[i], e.s.LastSeq, now
@@ -241,7 +233,7 @@ func (s *Store) PrepareCompaction(ctx context.Context, p store.PrepareCompaction
 		if err != nil {
 			return fmt.Errorf("freeze session %s: %w", p.SessionID, err)
 		}
-		now := nowMilli()
+		now := store.Millis(store.At(p.Now))
 		res := &store.CompactionResult{Session: new(e.s)}
 		for _, a := range e.archives {
 			if a.a.Status == store.ArchivePrepared {
@@ -301,6 +293,19 @@ func (d *sessionsData) prune(e *sessionEntry, current string, maxArchives int) [
 }
 
 // prepared returns a session's attempt, refusing one that is not prepared.
+// attempt returns a session and its prepared attempt archiveID.
+func (d *sessionsData) attempt(sessionID, archiveID string) (*sessionEntry, *archiveEntry, error) {
+	e, err := d.get(sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := d.prepared(e, archiveID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, a, nil
+}
+
 func (d *sessionsData) prepared(e *sessionEntry, archiveID string) (*archiveEntry, error) {
 	a, ok := d.archives[archiveID]
 	if !ok || a.a.SessionID != e.s.ID {
@@ -318,11 +323,7 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 	}
 	var out *store.CompactionResult
 	err := s.write(ctx, "session.compact.commit", func() error {
-		e, err := s.sessions.get(p.SessionID)
-		if err != nil {
-			return err
-		}
-		a, err := s.sessions.prepared(e, p.ArchiveID)
+		e, a, err := s.sessions.attempt(p.SessionID, p.ArchiveID)
 		if err != nil {
 			return err
 		}
@@ -339,7 +340,7 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 		if e.msgIDs[m.ID] && !slices.ContainsFunc(e.msgs[:cut], func(old *store.Message) bool { return old.ID == m.ID }) {
 			return fmt.Errorf("append to session %s: message id %s: %w", p.SessionID, m.ID, store.ErrExists)
 		}
-		now := nowMilli()
+		now := store.Millis(store.At(p.Now))
 		m.SessionID, m.Seq, m.CreatedAt = p.SessionID, a.a.CutSeq, now
 		if len(m.Metadata) == 0 {
 			m.Metadata = json.RawMessage("{}")
@@ -365,15 +366,11 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 func (s *Store) FailCompaction(ctx context.Context, p store.FailCompactionParams) (*store.CompactionResult, error) {
 	var out *store.CompactionResult
 	err := s.write(ctx, "session.compact.fail", func() error {
-		e, err := s.sessions.get(p.SessionID)
+		e, a, err := s.sessions.attempt(p.SessionID, p.ArchiveID)
 		if err != nil {
 			return err
 		}
-		a, err := s.sessions.prepared(e, p.ArchiveID)
-		if err != nil {
-			return err
-		}
-		a.a.Status, a.a.Error, a.a.SettledAt = store.ArchiveFailed, p.Reason, nowMilli()
+		a.a.Status, a.a.Error, a.a.SettledAt = store.ArchiveFailed, p.Reason, store.Millis(store.At(p.Now))
 		out = &store.CompactionResult{Session: new(e.s), Archive: archiveHead(a)}
 		out.Pruned = s.sessions.prune(e, p.ArchiveID, p.MaxArchives)
 		return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,48 +16,16 @@ import (
 // same with 10 or 10,000 automations.
 func TestFireQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
-	s := newTestStore(t)
-	defer s.Close()
-	queries := map[string]string{
-		"automations":  qFireAutomations,
-		"last runs":    qFireLastRuns,
-		"existing":     qFireExisting,
-		"prune":        qPruneFires,
-		"prune many":   qPruneFiresOf,
-		"write state":  qWriteState,
-		"write states": qWriteStates.q[1],
-		"list fires":   qListFires,
-	}
-	for name, q := range queries {
-		args := make([]any, strings.Count(q, "?"))
-		for i := range args {
-			args[i] = "[]"
-		}
-		rows, err := s.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		t.Logf("%s: %v", name, plan)
-		for _, step := range plan {
-			table, _, _ := strings.Cut(strings.TrimPrefix(step, "SCAN "), " ")
-			if strings.HasPrefix(step, "SCAN ") && (table == "automations" || table == "automation_fires" || table == "runs") {
-				t.Errorf("%s scans a table: %v", name, plan)
-			}
-			if strings.Contains(step, "TEMP B-TREE") {
-				t.Errorf("%s sorts: %v", name, plan)
-			}
-		}
-	}
+	checkPlans(t, []string{"automations", "automation_fires", "runs"}, map[string]planCase{
+		"automations":  {q: qFireAutomations},
+		"last runs":    {q: qFireLastRuns},
+		"existing":     {q: qFireExisting},
+		"prune":        {q: qPruneFires},
+		"prune many":   {q: qPruneFiresOf},
+		"write state":  {q: qWriteState},
+		"write states": {q: qWriteStates.q[1]},
+		"list fires":   {q: qListFires},
+	})
 }
 
 // BenchmarkFireMany commits the fires of 1,000 cron automations due at the
@@ -105,4 +72,22 @@ func BenchmarkFireMany(b *testing.B) {
 		}
 	}
 	b.ReportMetric(n, "fires/op")
+}
+
+// TestStateMemoIsPerStore: two stores in one process keep their own memo
+// of decoded automation states.
+func TestStateMemoIsPerStore(t *testing.T) {
+	t.Parallel()
+	a, b := newTestStore(t), newTestStore(t)
+	defer a.Close()
+	defer b.Close()
+	if _, err := a.states.decode(`{"fires":3}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.states.m[`{"fires":3}`]; !ok {
+		t.Fatal("the store did not remember the state it decoded")
+	}
+	if _, ok := b.states.m[`{"fires":3}`]; ok {
+		t.Fatal("another store shares the memo")
+	}
 }

@@ -74,6 +74,8 @@ type Store struct {
 	done    chan struct{}
 	stopped atomic.Bool
 
+	states stateMemo // automation states by their JSON text (see statememo.go)
+
 	// AfterCommit, when set before any write, is called by the writer
 	// goroutine after each commit attempt; tests use it as a signal.
 	afterCommit func()

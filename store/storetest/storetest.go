@@ -39,3 +39,21 @@ func testBase(t *testing.T, newStore NewFunc) {
 		t.Fatalf("Counts on an empty store = %+v, %v", c, err)
 	}
 }
+
+// storeCase is one conformance case.
+type storeCase struct {
+	name string
+	test func(t *testing.T, newStore NewFunc)
+}
+
+// runCases runs each case as a parallel subtest.
+func runCases(t *testing.T, newStore NewFunc, cases []storeCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { t.Parallel(); c.test(t, newStore) })
+	}
+}
+
+// withStore is a case that needs one fresh store.
+func withStore(test func(t *testing.T, s store.Store)) func(*testing.T, NewFunc) {
+	return func(t *testing.T, newStore NewFunc) { test(t, open(t, newStore)) }
+}

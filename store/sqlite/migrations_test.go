@@ -1,0 +1,44 @@
+package sqlite
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"slices"
+	"testing"
+)
+
+// releasedMigrations pins the SHA-256 of every migration that has shipped.
+// Released migrations must never change: a database that applied one will
+// not apply it again, so an edit silently splits old and new databases.
+// Change the schema with a new migration file, and add its checksum here.
+var releasedMigrations = map[string]string{
+	"0001_base.sql":        "c3b2aab3b01b2796ec61e7f715b957cadd57f8126bb73597ad148c4257c0bb95",
+	"0002_runs.sql":        "6767e7eb76e9ad43898329ffd9a862c556a55bf23b00a0958fbf0913d0b17258",
+	"0003_automations.sql": "84ace7fc5d52df7106b41b368c246bbf7444b60b8e00650096bb5735cfb1b407",
+	"0004_sessions.sql":    "95c9adc930ff254985606c3c2c29dc1dd67f303dde8ce49f87a978a26cd4ef82",
+}
+
+func TestMigrationsAreAppendOnly(t *testing.T) {
+	t.Parallel()
+	names := migrationNames()
+	for _, name := range names {
+		body, err := migrationFiles.ReadFile(path.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(body)
+		want, released := releasedMigrations[name]
+		switch {
+		case !released:
+			t.Errorf("migration %s has no pinned checksum: add %q to releasedMigrations when it ships", name, hex.EncodeToString(sum[:]))
+		case hex.EncodeToString(sum[:]) != want:
+			t.Errorf("released migration %s changed (sha256 %x, pinned %s): restore it and add a new migration instead", name, sum, want)
+		}
+	}
+	for name := range releasedMigrations {
+		if !slices.Contains(names, name) {
+			t.Errorf("released migration %s is gone: restore it", name)
+		}
+	}
+}
