@@ -144,7 +144,8 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		h.Close()
 		return nil, err
 	}
-	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Literals: runs.Literals}
+	// Fires share the engine's workflow cache and preparation.
+	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets()}
 	h.Scheduler = automations.New(automations.Config{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
 		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log,
