@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cairnhq/cairn/mcp/mcptest"
+	"github.com/cairnhq/cairn/mcp/transport"
 )
 
 func TestMain(m *testing.M) {
@@ -202,7 +203,7 @@ func (f *fixture) testTools() []server.ServerTool {
 			})),
 		newTool("test_block", "", "blocks until the test releases it (a long wait)", object(nil, obj{}), out, hints{},
 			handler(func(ctx context.Context, c *call, _ struct{}) (nIn, error) {
-				ctx, cancel := waitContext(ctx)
+				ctx, cancel := transport.WaitContext(ctx)
 				defer cancel()
 				f.blocked <- struct{}{}
 				select {

@@ -19,11 +19,6 @@ import (
 // ServerName is the name the server gives in its initialize answer.
 const ServerName = "cairn"
 
-// DefaultMaxInFlight is how many requests one connection may have in
-// flight at once (long polls included) before new ones are refused with a
-// "server busy" error.
-const DefaultMaxInFlight = 256
-
 // DefaultPollInterval is how often subscribed runs are re-read from the
 // store to notice changes made by other processes.
 const DefaultPollInterval = 250 * time.Millisecond
@@ -44,7 +39,7 @@ type Params struct {
 	// discard.
 	Log *slog.Logger
 	// MaxInFlight bounds concurrent requests per connection; default
-	// DefaultMaxInFlight.
+	// transport.DefaultMaxInFlight.
 	MaxInFlight int
 	// PollInterval is how often subscribed runs are re-read from the store;
 	// default DefaultPollInterval.
@@ -62,8 +57,8 @@ type Server struct {
 	log           *slog.Logger
 	maxInFlight   int
 	pollInterval  time.Duration
-	syncTimeout   time.Duration
-	shutdownGrace time.Duration
+	syncTimeout   time.Duration // 0: the transport's default
+	shutdownGrace time.Duration // 0: the transport's default
 	subs          *subscriptions
 
 	clientsMu sync.Mutex
@@ -73,19 +68,14 @@ type Server struct {
 // New builds a Server over the domain services in p.
 func New(p Params) *Server {
 	s := &Server{
-		p:             p,
-		log:           p.Log,
-		maxInFlight:   p.MaxInFlight,
-		pollInterval:  p.PollInterval,
-		syncTimeout:   defaultSyncTimeout,
-		shutdownGrace: defaultShutdownGrace,
-		clients:       map[string]mcpgo.Implementation{},
+		p:            p,
+		log:          p.Log,
+		maxInFlight:  p.MaxInFlight,
+		pollInterval: p.PollInterval,
+		clients:      map[string]mcpgo.Implementation{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if s.maxInFlight <= 0 {
-		s.maxInFlight = DefaultMaxInFlight
 	}
 	if s.pollInterval <= 0 {
 		s.pollInterval = DefaultPollInterval
@@ -193,21 +183,6 @@ func (s *Server) recoverResource(next server.ResourceHandlerFunc) server.Resourc
 		}()
 		return next(ctx, req)
 	}
-}
-
-// handleSafely runs HandleMessage, turning a panic into an internal error
-// (a JSON-RPC error for a request with id, nothing for a notification).
-func (s *Server) handleSafely(ctx context.Context, id json.RawMessage, msg []byte) (resp any) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("mcp: panic while handling a message", "panic", r, "stack", string(debug.Stack()))
-			resp = nil
-			if id != nil {
-				resp = rawLine(errorLine(id, mcpgo.INTERNAL_ERROR, fmt.Sprintf("internal error: %v", r)))
-			}
-		}
-	}()
-	return s.mcp.HandleMessage(ctx, msg)
 }
 
 // errorResult is a tool result reporting a failure to the agent.

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/mcp/transport"
 )
 
 // Resource URIs.
@@ -273,16 +274,9 @@ func (w *subscriptions) check(ctx context.Context) {
 // notifyUpdated sends notifications/resources/updated for uri to sess.
 func (s *Server) notifyUpdated(ctx context.Context, sess server.ClientSession, uri string) {
 	params := map[string]any{"uri": uri}
-	if on, ok := sess.(orderedNotifier); ok {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_ = on.sendNotification(ctx, mcpgo.JSONRPCNotification{
-			JSONRPC: mcpgo.JSONRPC_VERSION,
-			Notification: mcpgo.Notification{
-				Method: mcpgo.MethodNotificationResourceUpdated,
-				Params: mcpgo.NotificationParams{AdditionalFields: params},
-			},
-		})
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if transport.NotifySession(ctx, sess, transport.NewNotification(mcpgo.MethodNotificationResourceUpdated, params)) {
 		return
 	}
 	if err := s.mcp.SendNotificationToSpecificClient(sess.SessionID(), mcpgo.MethodNotificationResourceUpdated, params); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/mcp/transport"
 )
 
 // tools lists every tool the server registers.
@@ -126,7 +127,7 @@ func (s *Server) launchRunTool() server.ServerTool {
 			if wait <= 0 {
 				return run, nil
 			}
-			waitCtx, cancel := waitContext(ctx)
+			waitCtx, cancel := transport.WaitContext(ctx)
 			defer cancel()
 			return s.awaitRun(waitCtx, c, run, wait)
 		}))
@@ -277,7 +278,7 @@ func (s *Server) readRunOutputTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 200
 			}
-			waitCtx, cancel := waitContext(ctx)
+			waitCtx, cancel := transport.WaitContext(ctx)
 			defer cancel()
 			page, err := rs.ReadOutput(waitCtx, ReadOutputParams{RunID: in.RunID, Cursor: in.Cursor, Limit: in.Limit, Wait: wait})
 			if err != nil {

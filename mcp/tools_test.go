@@ -549,7 +549,7 @@ func TestSettledRunsLeftAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess := &stdioSession{notifications: make(chan mcpgo.JSONRPCNotification, 10)}
+	sess := testSession{}
 	srv.subs.add(sess, RunURI(run.ID))
 	for range settledChecks + 1 {
 		srv.subs.check(context.Background())
@@ -567,3 +567,13 @@ func TestSettledRunsLeftAlone(t *testing.T) {
 		t.Errorf("a settled, unchanged run was polled %d more times", after-before)
 	}
 }
+
+// testSession is a client session that only has an id.
+type testSession struct{}
+
+func (testSession) SessionID() string { return "test" }
+func (testSession) NotificationChannel() chan<- mcpgo.JSONRPCNotification {
+	return make(chan mcpgo.JSONRPCNotification, 10)
+}
+func (testSession) Initialize()       {}
+func (testSession) Initialized() bool { return true }
