@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	cairnruns "github.com/cairnhq/cairn/runs"
+
 	"github.com/cairnhq/cairn/mcp/transport"
 )
 
@@ -28,7 +30,7 @@ func newHTTPClient(t *testing.T) *http.Client {
 func TestHTTPHandler(t *testing.T) {
 	t.Parallel()
 	hc := newHTTPClient(t)
-	srv := New(Params{Runs: newFakeRuns(), Sessions: newFakeSessions()})
+	srv := New(Params{Runs: newFakeEngine(nil)})
 	ts := httptest.NewServer(srv.HTTPHandler(transport.HTTPOptions{Token: "s3cret"}))
 	t.Cleanup(ts.Close)
 	url := ts.URL + transport.HTTPPath
@@ -198,8 +200,8 @@ func events(t *testing.T, resp *http.Response) []json.RawMessage {
 // carries resource updates, and that DELETE ends the session.
 func TestHTTPProgressAndStreams(t *testing.T) {
 	t.Parallel()
-	runs := newFakeRuns()
-	srv := New(Params{Runs: runs, PollInterval: 20 * time.Millisecond})
+	runs := newFakeEngine(nil)
+	srv := New(Params{Runs: runs, RunStore: runs, PollInterval: 20 * time.Millisecond})
 	srv.MCPServer().AddTools((&fixture{blocked: make(chan struct{}, 10), release: make(chan struct{})}).testTools()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -245,7 +247,7 @@ func TestHTTPProgressAndStreams(t *testing.T) {
 	wg.Wait()
 
 	// The GET stream gets resource updates.
-	run, err := runs.Launch(ctx, LaunchParams{Target: "steps"})
+	run, err := runs.Launch(ctx, cairnruns.LaunchParams{Target: "steps"})
 	if err != nil {
 		t.Fatal(err)
 	}

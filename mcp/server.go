@@ -29,12 +29,15 @@ const DefaultPollInterval = 250 * time.Millisecond
 type Params struct {
 	// Version is reported in the initialize answer.
 	Version string
-	// Runs is the run engine.
-	Runs RunService
-	// Sessions is the session store API.
-	Sessions SessionService
-	// Automations is the automation service.
-	Automations AutomationService
+	// Runs is the run engine (a *runs.Engine).
+	Runs runEngine
+	// RunStore is the engine's store (a store.RunStore): subscriptions poll
+	// it for run records.
+	RunStore runStore
+	// Sessions is the session manager (a *sessions.Manager).
+	Sessions sessionManager
+	// Automations is the automation service (an *automations.Service).
+	Automations automationService
 	// Log receives the server's own diagnostics (never stdout). Default:
 	// discard.
 	Log *slog.Logger
@@ -67,6 +70,9 @@ type Server struct {
 
 // New builds a Server over the domain services in p.
 func New(p Params) *Server {
+	if rs, ok := p.Runs.(runStore); ok && p.RunStore == nil {
+		p.RunStore = rs
+	}
 	s := &Server{
 		p:            p,
 		log:          p.Log,

@@ -137,7 +137,7 @@ func TestQuickCallNotBlockedByLongPolls(t *testing.T) {
 			t.Fatal("the blocking calls did not all start")
 		}
 	}
-	var targets TargetList
+	var targets targetList
 	f.ok("list_targets", nil, &targets)
 	if len(targets.Targets) == 0 {
 		t.Fatal("list_targets returned nothing")
@@ -205,7 +205,7 @@ func TestPanicIsToolError(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{})
-	before := f.mutations()
+	before := f.state()
 	huge := strings.Repeat("x", 10<<20)
 
 	raw := []struct {
@@ -300,8 +300,8 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s(%v): message %q should mention %q", c.tool, c.args, msg, c.want)
 		}
 	}
-	if got := f.mutations(); got != before {
-		t.Errorf("bad input changed state: %d writes", got-before)
+	if got := f.state(); got != before {
+		t.Errorf("bad input changed state:\nbefore %s\nafter  %s", before, got)
 	}
 	f.ok("list_targets", nil, nil)
 }
@@ -367,7 +367,7 @@ func TestShutdownGrace(t *testing.T) {
 // server: ServeStdio returns the write error once stdin ends.
 func TestWriteError(t *testing.T) {
 	t.Parallel()
-	srv := New(Params{Runs: newFakeRuns()})
+	srv := New(Params{Runs: newFakeEngine(nil)})
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	err := srv.ServeStdio(context.Background(), in, failWriter{})
 	if err == nil || !strings.Contains(err.Error(), "write stdout") {
