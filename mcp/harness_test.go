@@ -87,7 +87,7 @@ func setup(t testing.TB, o fixtureOpts) *fixture {
 	if o.ignorePings {
 		f.srv.syncTimeout = 100 * time.Millisecond
 	}
-	f.srv.MCPServer().AddTools(f.testTools()...)
+	f.srv.mcp.AddTools(f.testTools()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := f.srv.Start(ctx); err != nil {
 		t.Fatal(err)

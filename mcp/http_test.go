@@ -202,7 +202,7 @@ func TestHTTPProgressAndStreams(t *testing.T) {
 	t.Parallel()
 	runs := newFakeEngine(nil)
 	srv := New(Params{Runs: runs, RunStore: runs, PollInterval: 20 * time.Millisecond})
-	srv.MCPServer().AddTools((&fixture{blocked: make(chan struct{}, 10), release: make(chan struct{})}).testTools()...)
+	srv.mcp.AddTools((&fixture{blocked: make(chan struct{}, 10), release: make(chan struct{})}).testTools()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := srv.Start(ctx); err != nil {

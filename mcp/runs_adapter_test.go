@@ -112,7 +112,7 @@ func TestRunsAdapter(t *testing.T) {
 	if parked.Status != "waiting" || parked.Question == nil || len(parked.Question.Choices) != 2 {
 		t.Fatalf("parked: %+v", parked)
 	}
-	if m, err := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": RunURI(parked.ID)}); err != nil || m.Error != nil {
+	if m, err := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": runURI(parked.ID)}); err != nil || m.Error != nil {
 		t.Fatalf("subscribe: %v %s", err, m.Raw)
 	}
 	if msg := f.fails("answer_run", map[string]any{"run_id": parked.ID, "answer": "maybe"}); !strings.Contains(msg, "yes") {

@@ -16,12 +16,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// ServerName is the name the server gives in its initialize answer.
-const ServerName = "cairn"
+// serverName is the name the server gives in its initialize answer.
+const serverName = "cairn"
 
-// DefaultPollInterval is how often subscribed runs are re-read from the
+// defaultPollInterval is how often subscribed runs are re-read from the
 // store to notice changes made by other processes.
-const DefaultPollInterval = 250 * time.Millisecond
+const defaultPollInterval = 250 * time.Millisecond
 
 // Params configures a Server. Every domain service is optional: a nil one
 // leaves its tools registered, each answering with an isError result that
@@ -45,7 +45,7 @@ type Params struct {
 	// transport.DefaultMaxInFlight.
 	MaxInFlight int
 	// PollInterval is how often subscribed runs are re-read from the store;
-	// default DefaultPollInterval.
+	// default defaultPollInterval.
 	PollInterval time.Duration
 }
 
@@ -84,7 +84,7 @@ func New(p Params) *Server {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if s.pollInterval <= 0 {
-		s.pollInterval = DefaultPollInterval
+		s.pollInterval = defaultPollInterval
 	}
 	version := p.Version
 	if version == "" {
@@ -115,10 +115,10 @@ func New(p Params) *Server {
 		}
 	})
 
-	s.mcp = server.NewMCPServer(ServerName, version,
+	s.mcp = server.NewMCPServer(serverName, version,
 		server.WithTitle("Cairn"),
 		server.WithDescription("Durable workflow runs, automations and agent sessions for this workspace."),
-		server.WithInstructions(Instructions),
+		server.WithInstructions(instructions),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
 		server.WithToolHandlerMiddleware(s.recoverTool),
@@ -130,10 +130,6 @@ func New(p Params) *Server {
 	s.addResources()
 	return s
 }
-
-// MCPServer returns the underlying mcp-go server, for embedding Cairn's
-// tools in another transport.
-func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Start starts the resource watcher. It returns at once; Close stops it.
 func (s *Server) Start(ctx context.Context) error { return s.subs.start(ctx) }

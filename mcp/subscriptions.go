@@ -23,11 +23,11 @@ const (
 	maxSubscriptions = 1000 // per session
 )
 
-// RunURI is the resource URI of a run's record.
-func RunURI(id string) string { return runURIPrefix + id }
+// runURI is the resource URI of a run's record.
+func runURI(id string) string { return runURIPrefix + id }
 
-// RunOutputURI is the resource URI of a run's journal.
-func RunOutputURI(id string) string { return runURIPrefix + id + runOutputSuffix }
+// runOutputURI is the resource URI of a run's journal.
+func runOutputURI(id string) string { return runURIPrefix + id + runOutputSuffix }
 
 // parseRunURI returns the run id a resource URI names and whether it is
 // the journal. The id is validated.
@@ -247,10 +247,10 @@ func (w *subscriptions) check(ctx context.Context) {
 		w.seen[id] = fp
 		var changed []string
 		if known && old.record != fp.record {
-			changed = append(changed, RunURI(id))
+			changed = append(changed, runURI(id))
 		}
 		if known && old.output != fp.output {
-			changed = append(changed, RunOutputURI(id))
+			changed = append(changed, runOutputURI(id))
 		}
 		type target struct {
 			sess server.ClientSession

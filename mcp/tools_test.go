@@ -204,7 +204,7 @@ func TestInitialize(t *testing.T) {
 	if err := json.Unmarshal(m.Result, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.ServerInfo.Name != ServerName || res.Capabilities.Tools == nil || !res.Capabilities.Resources.Subscribe {
+	if res.ServerInfo.Name != serverName || res.Capabilities.Tools == nil || !res.Capabilities.Resources.Subscribe {
 		t.Errorf("initialize result %s", m.Result)
 	}
 	for _, w := range []string{"launch_run", "read_run_output", "answer_run", "worker"} {
@@ -452,12 +452,12 @@ func TestResourceSubscription(t *testing.T) {
 	f := setup(t, fixtureOpts{})
 	var run runs.Run
 	f.ok("launch_run", map[string]any{"target": "steps"}, &run)
-	for _, uri := range []string{RunURI(run.ID), RunOutputURI(run.ID)} {
+	for _, uri := range []string{runURI(run.ID), runOutputURI(run.ID)} {
 		if m, err := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": uri}); err != nil || m.Error != nil {
 			t.Fatalf("subscribe %s: %v %s", uri, err, m.Raw)
 		}
 	}
-	if m, _ := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": RunURI("run_missing")}); m.Error == nil {
+	if m, _ := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": runURI("run_missing")}); m.Error == nil {
 		t.Errorf("subscribe to a missing run: %s", m.Raw)
 	}
 	updated := func(uri string) func(mcptest.Message) bool {
@@ -466,17 +466,17 @@ func TestResourceSubscription(t *testing.T) {
 		}
 	}
 	f.runs.emit(run.ID, "changed elsewhere")
-	for _, uri := range []string{RunURI(run.ID), RunOutputURI(run.ID)} {
+	for _, uri := range []string{runURI(run.ID), runOutputURI(run.ID)} {
 		if _, err := f.client.WaitFor(f.ctx(), updated(uri)); err != nil {
 			t.Fatalf("no update for %s: %v", uri, err)
 		}
 	}
 	// Reading the resources.
-	m, err := f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": RunURI(run.ID)})
+	m, err := f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": runURI(run.ID)})
 	if err != nil || m.Error != nil || !bytes.Contains(m.Result, []byte(run.ID)) {
 		t.Fatalf("read run: %v %s", err, m.Raw)
 	}
-	m, err = f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": RunOutputURI(run.ID)})
+	m, err = f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": runOutputURI(run.ID)})
 	if err != nil || m.Error != nil || !bytes.Contains(m.Result, []byte("changed elsewhere")) {
 		t.Fatalf("read output: %v %s", err, m.Raw)
 	}
@@ -485,19 +485,19 @@ func TestResourceSubscription(t *testing.T) {
 		t.Fatalf("templates: %v %s", err, m.Raw)
 	}
 	// After unsubscribing from the record, only output updates come.
-	if m, err := f.client.Call(f.ctx(), "resources/unsubscribe", map[string]any{"uri": RunURI(run.ID)}); err != nil || m.Error != nil {
+	if m, err := f.client.Call(f.ctx(), "resources/unsubscribe", map[string]any{"uri": runURI(run.ID)}); err != nil || m.Error != nil {
 		t.Fatal(err, m.Raw)
 	}
 	before := len(f.client.Messages())
 	f.runs.settle(run.ID, store.RunSucceeded)
 	last, err := f.client.WaitFor(f.ctx(), func(m mcptest.Message) bool {
-		return m.Index >= before && updated(RunOutputURI(run.ID))(m)
+		return m.Index >= before && updated(runOutputURI(run.ID))(m)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range f.client.Messages()[before:] {
-		if updated(RunURI(run.ID))(m) && m.Index <= last.Index {
+		if updated(runURI(run.ID))(m) && m.Index <= last.Index {
 			t.Errorf("update after unsubscribe: %s", m.Raw)
 		}
 	}
@@ -581,7 +581,7 @@ func TestSettledRunsLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := testSession{}
-	srv.subs.add(sess, RunURI(run.ID))
+	srv.subs.add(sess, runURI(run.ID))
 	for range settledChecks + 1 {
 		srv.subs.check(context.Background())
 	}
