@@ -250,11 +250,8 @@ func (s *Server) updateAutomationTool() server.ServerTool {
 		outputSchema[automation](),
 		hints{destructive: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in updateAutomationIn) (*automation, error) {
-			as, err := s.automations()
+			as, err := s.automationsFor(in.ID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("automation id", "id", in.ID); err != nil {
 				return nil, err
 			}
 			u := automations.UpdateParams{Ref: in.ID, Target: in.Target, Overlap: in.Overlap, Missed: in.Missed, Enabled: in.Enabled, Note: in.Note}
@@ -307,11 +304,8 @@ func (s *Server) deleteAutomationTool() server.ServerTool {
 		outputSchema[deletedOut](),
 		hints{destructive: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in idIn) (*deletedOut, error) {
-			as, err := s.automations()
+			as, err := s.automationsFor(in.ID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("automation id", "id", in.ID); err != nil {
 				return nil, err
 			}
 			if _, err := as.Delete(ctx, automations.DeleteParams{Ref: in.ID}); err != nil {
@@ -328,11 +322,8 @@ func (s *Server) triggerAutomationTool() server.ServerTool {
 		outputSchema[fire](),
 		hints{destructive: true, openWorld: true},
 		handler(func(ctx context.Context, _ *call, in idIn) (*fire, error) {
-			as, err := s.automations()
+			as, err := s.automationsFor(in.ID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("automation id", "id", in.ID); err != nil {
 				return nil, err
 			}
 			rep, err := as.Trigger(ctx, automations.TriggerParams{Ref: in.ID})
@@ -348,4 +339,14 @@ func (s *Server) triggerAutomationTool() server.ServerTool {
 			s.subs.poke()
 			return out, nil
 		}))
+}
+
+// automationsFor is the automation service, for a call about the
+// automation id (validated).
+func (s *Server) automationsFor(id string) (automationService, error) {
+	as, err := s.automations()
+	if err != nil {
+		return nil, err
+	}
+	return as, validateID("automation id", "id", id)
 }

@@ -203,11 +203,8 @@ func (s *Server) getRunTool() server.ServerTool {
 		outputSchema[runs.Run](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in runIDIn) (*runs.Run, error) {
-			rs, err := s.runs()
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
 				return nil, err
 			}
 			return rs.Get(ctx, in.RunID)
@@ -280,11 +277,8 @@ func (s *Server) readRunOutputTool() server.ServerTool {
 		outputSchema[outputPage](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in readOutputIn) (*outputPage, error) {
-			rs, err := s.runs()
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
 				return nil, err
 			}
 			wait, err := waitDuration("wait_seconds", in.WaitSeconds)
@@ -322,11 +316,8 @@ func (s *Server) answerRunTool() server.ServerTool {
 		outputSchema[runs.Run](),
 		hints{destructive: true, openWorld: true},
 		handler(func(ctx context.Context, _ *call, in answerIn) (*runs.Run, error) {
-			rs, err := s.runs()
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
 				return nil, err
 			}
 			run, err := rs.Answer(ctx, runs.AnswerParams{RunID: in.RunID, Answer: in.Answer})
@@ -344,11 +335,8 @@ func (s *Server) cancelRunTool() server.ServerTool {
 		outputSchema[runs.Run](),
 		hints{destructive: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in runIDIn) (*runs.Run, error) {
-			rs, err := s.runs()
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
 				return nil, err
 			}
 			run, err := rs.Cancel(ctx, in.RunID)
@@ -357,4 +345,13 @@ func (s *Server) cancelRunTool() server.ServerTool {
 			}
 			return run, err
 		}))
+}
+
+// runsFor is the run engine, for a call about the run id (validated).
+func (s *Server) runsFor(id string) (runEngine, error) {
+	rs, err := s.runs()
+	if err != nil {
+		return nil, err
+	}
+	return rs, validateID("run id", "run_id", id)
 }

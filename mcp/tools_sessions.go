@@ -84,11 +84,8 @@ func (s *Server) getSessionTool() server.ServerTool {
 		outputSchema[sessionRead](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in getSessionIn) (*sessionRead, error) {
-			ss, err := s.sessions()
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
 				return nil, err
 			}
 			if in.Limit == 0 {
@@ -199,11 +196,8 @@ func (s *Server) appendSessionMessagesTool() server.ServerTool {
 		outputSchema[appendOut](),
 		hints{},
 		handler(func(ctx context.Context, _ *call, in appendIn) (*appendOut, error) {
-			ss, err := s.sessions()
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
 				return nil, err
 			}
 			if len(in.Messages) == 0 || len(in.Messages) > maxMessages {
@@ -276,11 +270,8 @@ func (s *Server) compactSessionTool() server.ServerTool {
 		outputSchema[compaction](),
 		hints{destructive: true},
 		handler(func(ctx context.Context, _ *call, in compactIn) (*compaction, error) {
-			ss, err := s.sessions()
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
 				return nil, err
 			}
 			res, err := ss.Compact(ctx, sessions.CompactParams{SessionID: in.SessionID, Summary: in.Summary, KeepLast: in.KeepLast})
@@ -314,11 +305,8 @@ func (s *Server) deleteSessionTool() server.ServerTool {
 		outputSchema[deletedOut](),
 		hints{destructive: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in sessionIDIn) (*deletedOut, error) {
-			ss, err := s.sessions()
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
 				return nil, err
 			}
 			if err := ss.Delete(ctx, in.SessionID); err != nil {
@@ -326,4 +314,14 @@ func (s *Server) deleteSessionTool() server.ServerTool {
 			}
 			return &deletedOut{ID: in.SessionID, Deleted: true}, nil
 		}))
+}
+
+// sessionsFor is the session manager, for a call about the session id
+// (validated).
+func (s *Server) sessionsFor(id string) (sessionManager, error) {
+	ss, err := s.sessions()
+	if err != nil {
+		return nil, err
+	}
+	return ss, validateID("session id", "session_id", id)
 }
