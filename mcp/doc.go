@@ -5,6 +5,19 @@
 // domain API as the command line (runs, sessions, automations) and turns
 // the answer into a tool result.
 //
+// # Domains and shapes
+//
+// The handlers reach each domain through a small unexported interface that
+// lists the methods they call (domains.go): *runs.Engine, *sessions.Manager
+// and *automations.Service satisfy them. A tool answers with the domain
+// type where agents see the same shape (*runs.Run, *store.Message,
+// runs.Record) and with a wire type only where the shape differs (wire.go:
+// pages with next_cursor, a session with its memory file, an automation
+// with its history). Output schemas are generated from those Go types with
+// github.com/google/jsonschema-go (schema_out.go), so they cannot drift
+// from what the tools return; input schemas are written by hand because
+// they carry the bounds every argument must respect.
+//
 // # Errors
 //
 // A domain failure (an unknown run, an answer to a run that is not waiting,
