@@ -2,28 +2,16 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/cairnhq/cairn/automations"
-	"github.com/cairnhq/cairn/internal/ids"
-	"github.com/cairnhq/cairn/sessions"
-	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/store/memory"
 )
 
-// TestSessionsAdapter drives the session tools against the real
+// TestSessionsAdapter drives the session tools through the real
 // sessions.Manager on the memory store.
 func TestSessionsAdapter(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	st := memory.New()
-	t.Cleanup(func() { st.Close() })
-	m := sessions.New(st, sessions.Options{MemoryDir: filepath.Join(dir, "memory"), LocksDir: filepath.Join(dir, "locks")})
-	f := setup(t, fixtureOpts{sessions: SessionsService(m)})
+	f := setup(t, fixtureOpts{})
 
 	var cs createSessionOut
 	f.ok("create_session", map[string]any{"session_id": "chat-1", "title": "A chat"}, &cs)
@@ -39,22 +27,22 @@ func TestSessionsAdapter(t *testing.T) {
 	if ap.Session.MessageCount != 8 || len(ap.Appended) != 8 || ap.Appended[7].Seq != 8 {
 		t.Fatalf("append: %+v", ap)
 	}
-	var page SessionRead
+	var page sessionRead
 	f.ok("get_session", map[string]any{"session_id": "chat-1", "limit": 5}, &page)
 	if len(page.Messages) != 5 || page.NextCursor == "" {
 		t.Fatalf("get_session page 1: %d messages, cursor %q", len(page.Messages), page.NextCursor)
 	}
-	var rest SessionRead
+	var rest sessionRead
 	f.ok("get_session", map[string]any{"session_id": "chat-1", "cursor": page.NextCursor}, &rest)
 	if len(rest.Messages) != 3 || rest.Messages[0].Seq != 6 {
 		t.Fatalf("get_session page 2: %+v", rest.Messages)
 	}
-	var list SessionPage
+	var list sessionPage
 	f.ok("list_sessions", nil, &list)
 	if len(list.Sessions) != 1 {
 		t.Fatalf("list_sessions: %+v", list)
 	}
-	var comp Compaction
+	var comp compaction
 	f.ok("compact_session", map[string]any{"session_id": "chat-1", "summary": "eight messages", "keep_last": 2}, &comp)
 	if comp.Compacted != 6 || comp.ArchiveID == "" || comp.Session.Compactions != 1 || comp.MemoryFile == "" {
 		t.Fatalf("compact: %+v", comp)
@@ -75,19 +63,7 @@ func TestSessionsAdapter(t *testing.T) {
 // automations.Service on the memory store.
 func TestAutomationsAdapter(t *testing.T) {
 	t.Parallel()
-	st := memory.New()
-	t.Cleanup(func() { st.Close() })
-	targets := automations.TargetsFunc(func(_ context.Context, target string, input json.RawMessage) (*store.Run, error) {
-		if target != "noop" {
-			return nil, fmt.Errorf("no workflow named %q", target)
-		}
-		if len(input) == 0 {
-			input = json.RawMessage(`{}`)
-		}
-		return &store.Run{ID: ids.New("run"), Target: target, Input: input, Literals: json.RawMessage(`{}`)}, nil
-	})
-	svc := &automations.Service{Store: st, LocksDir: t.TempDir(), Targets: targets}
-	f := setup(t, fixtureOpts{automations: AutomationsService(svc), clientName: "Cursor"})
+	f := setup(t, fixtureOpts{clientName: "Cursor"})
 
 	var created createAutomationOut
 	f.ok("create_automation", map[string]any{"key": "nightly", "target": "noop", "cron": "0 3 * * 1-5", "tz": "Europe/Paris"}, &created)
@@ -117,7 +93,7 @@ func TestAutomationsAdapter(t *testing.T) {
 	if len(mine.Automations) != 1 || len(all.Automations) != 2 {
 		t.Fatalf("list: mine %d, all %d", len(mine.Automations), len(all.Automations))
 	}
-	var paused Automation
+	var paused automation
 	f.ok("update_automation", map[string]any{"id": a.ID, "enabled": false, "note": "on holiday"}, &paused)
 	if paused.Enabled || paused.Note != "on holiday" || paused.Revision != a.Revision+1 {
 		t.Fatalf("pause: %+v", paused)
@@ -125,17 +101,17 @@ func TestAutomationsAdapter(t *testing.T) {
 	if msg := f.fails("trigger_automation", map[string]any{"id": a.ID}); !strings.Contains(strings.ToLower(msg), "pause") {
 		t.Errorf("trigger a paused automation: %q", msg)
 	}
-	var changed Automation
+	var changed automation
 	f.ok("update_automation", map[string]any{"id": a.ID, "enabled": true, "every": "10m"}, &changed)
 	if !changed.Enabled || changed.Trigger.Kind != "interval" || changed.Trigger.Every != "10m" {
 		t.Fatalf("resume and change the trigger: %+v", changed.Trigger)
 	}
-	var fire Fire
-	f.ok("trigger_automation", map[string]any{"id": a.ID}, &fire)
-	if fire.Outcome != "queued" || fire.RunID == "" {
-		t.Fatalf("trigger: %+v", fire)
+	var fired fire
+	f.ok("trigger_automation", map[string]any{"id": a.ID}, &fired)
+	if fired.Outcome != "queued" || fired.RunID == "" || fired.Run == nil || fired.Run.ID != fired.RunID {
+		t.Fatalf("trigger: %+v", fired)
 	}
-	if _, err := st.GetRun(context.Background(), fire.RunID); err != nil {
+	if _, err := f.st.GetRun(context.Background(), fired.RunID); err != nil {
 		t.Errorf("the fired run is not stored: %v", err)
 	}
 	f.ok("delete_automation", map[string]any{"id": a.ID}, nil)

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"testing"
+
+	"github.com/cairnhq/cairn/runs"
 )
 
 // BenchmarkToolCallStdio measures a tools/call round trip through the
@@ -22,7 +24,7 @@ func BenchmarkToolCallStdio(b *testing.B) {
 			f := setup(b, fixtureOpts{})
 			params := c.params
 			if c.name == "get_run" {
-				var run Run
+				var run runs.Run
 				f.ok("launch_run", map[string]any{"target": "noop"}, &run)
 				params = map[string]any{"name": "get_run", "arguments": map[string]any{"run_id": run.ID}}
 			}

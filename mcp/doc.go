@@ -1,9 +1,22 @@
 // Package mcp is Cairn's Model Context Protocol adapter: the tool and
 // resource definitions an agent client sees, their handlers, the
-// notifications they send, and the transports that carry them (stdio and
+// notifications they send; package transport carries them (stdio and
 // streamable HTTP). It holds no domain logic: every handler calls the same
 // domain API as the command line (runs, sessions, automations) and turns
 // the answer into a tool result.
+//
+// # Domains and shapes
+//
+// The handlers reach each domain through a small unexported interface that
+// lists the methods they call (domains.go): *runs.Engine, *sessions.Manager
+// and *automations.Service satisfy them. A tool answers with the domain
+// type where agents see the same shape (*runs.Run, *store.Message,
+// runs.Record) and with a wire type only where the shape differs (wire.go:
+// pages with next_cursor, a session with its memory file, an automation
+// with its history). Output schemas are generated from those Go types with
+// github.com/google/jsonschema-go (schema_out.go), so they cannot drift
+// from what the tools return; input schemas are written by hand because
+// they carry the bounds every argument must respect.
 //
 // # Errors
 //
@@ -13,40 +26,12 @@
 // tool, a message over the size limit) are JSON-RPC errors. A panicking
 // handler is recovered and reported as a tool error; the session goes on.
 //
-// # The stdio transport
+// # Transports
 //
-// mcp-go's own stdio server writes notifications from a goroutine of their
-// own, so a progress notification could reach the client after the response
-// of the call it belongs to (and a strict client then reports an unknown
-// progress token). ServeStdio is our own loop around
-// server.MCPServer.HandleMessage instead: every outgoing message, response
-// or notification, goes through one FIFO queue drained by a single writer
-// goroutine. A handler enqueues its progress notifications synchronously,
-// so they are queued before its response can be; notifications mcp-go sends
-// through the session's channel are flushed into the queue (a barrier)
-// before any response is queued.
-//
-// Order on the wire is not enough for every client: the official
-// TypeScript SDK handles a notification in a later microtask but a response
-// at once, so a progress notification read in the same chunk as its call's
-// response is still reported as unknown. So before writing the response of
-// a call that sent notifications, the transport sends a ping request behind
-// them and waits for its answer (a client answers only after it handled
-// what came before); a client that lets two such pings go unanswered is not
-// pinged again.
-//
-// Requests are served concurrently, up to Params.MaxInFlight at once, so
-// long polls never block a quick call. When the client closes stdin, long
-// waits end at once, other requests run to their end (for a few seconds at
-// most), every answer is flushed, and ServeStdio returns.
-//
-// # The HTTP transport
-//
-// HTTPHandler is streamable HTTP at /mcp, also our own around
-// HandleMessage: a POST's progress notifications travel on that POST's own
-// SSE response, ahead of its response; a GET stream carries the session's
-// other notifications (resource updates). It refuses foreign Origin and
-// Host headers and, when configured, requests without the bearer token.
+// Package transport carries the messages: stdio and streamable HTTP, both
+// our own loops around server.MCPServer.HandleMessage, so that a progress
+// notification never reaches a client after its call's response. The
+// Server's ServeStdio, HTTPHandler and ServeHTTP hand it the mcp-go server.
 //
 // # Resources
 //

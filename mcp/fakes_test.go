@@ -3,35 +3,68 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/workflows"
 )
 
-// fakeRuns is an in-memory RunService. Targets:
+// fakeEngine is a run engine the tests drive step by step (the real one is
+// exercised in runs_adapter_test.go). Targets:
 //   - "noop": succeeds at once.
-//   - "steps": the test drives it with emit/settle.
+//   - "steps": the test drives it with emit and settle.
 //   - "ask": waits on a question; an answer makes it succeed.
-type fakeRuns struct {
+//
+// Runs it does not know are read from st, where the automations service
+// stores the runs it fires.
+type fakeEngine struct {
+	st store.RunStore
+
 	mu       sync.Mutex
-	runs     map[string]*Run
-	journal  map[string][]json.RawMessage
+	runs     map[string]*runs.Run
+	journal  map[string][]runs.Record
 	order    []string
 	changed  chan struct{}
 	writes   int // mutations, to check that bad input changed nothing
-	versions int // Version calls
+	versions int // GetRun calls (subscription polls)
 }
 
-func newFakeRuns() *fakeRuns {
-	return &fakeRuns{runs: map[string]*Run{}, journal: map[string][]json.RawMessage{}, changed: make(chan struct{})}
+var (
+	_ runEngine = (*fakeEngine)(nil)
+	_ runStore  = (*fakeEngine)(nil)
+)
+
+func newFakeEngine(st store.RunStore) *fakeEngine {
+	return &fakeEngine{st: st, runs: map[string]*runs.Run{}, journal: map[string][]runs.Record{}, changed: make(chan struct{})}
 }
 
-func (f *fakeRuns) bumpLocked(r *Run) {
+// fakeTargets are the fake engine's workflows.
+type fakeTargets map[string]*workflows.Workflow
+
+func (t fakeTargets) Target(name string) (*workflows.Workflow, error) {
+	if w, ok := t[name]; ok {
+		return w, nil
+	}
+	return nil, fmt.Errorf("no workflow named %q (list_targets shows the workspace's workflows)", name)
+}
+
+func (t fakeTargets) List() (map[string]*workflows.Workflow, []error) { return t, nil }
+
+func (f *fakeEngine) Targets() runs.Targets {
+	return fakeTargets{
+		"noop":  {Name: "noop", Description: "does nothing"},
+		"steps": {Name: "steps", Description: "driven by the test"},
+		"ask":   {Name: "ask", Description: "asks a question"},
+	}
+}
+
+func (f *fakeEngine) bumpLocked(r *runs.Run) {
 	r.Revision++
 	r.UpdatedAt = time.Now().UTC()
 	f.writes++
@@ -39,133 +72,151 @@ func (f *fakeRuns) bumpLocked(r *Run) {
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeRuns) Targets(context.Context) (*TargetList, error) {
-	return &TargetList{Targets: []Target{
-		{Name: "noop", Description: "does nothing", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		{Name: "steps", Description: "driven by the test"},
-		{Name: "ask", Description: "asks a question"},
-	}}, nil
+func (f *fakeEngine) appendLocked(id string, rec runs.Record) {
+	rec.Time = time.Now().UTC()
+	f.journal[id] = append(f.journal[id], rec)
 }
 
-func (f *fakeRuns) Launch(_ context.Context, p LaunchParams) (*Run, error) {
-	if !slices.Contains([]string{"noop", "steps", "ask"}, p.Target) {
-		return nil, fmt.Errorf("no workflow named %q (list_targets shows the workspace's workflows)", p.Target)
+func (f *fakeEngine) Launch(_ context.Context, p runs.LaunchParams) (*runs.Run, error) {
+	if _, err := f.Targets().Target(p.Target); err != nil {
+		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now().UTC()
-	r := &Run{ID: ids.New("run"), Target: p.Target, Status: "running", Input: p.Input, CreatedAt: now,
-		Trigger: &RunTrigger{Kind: "mcp"}}
+	r := &runs.Run{Run: store.Run{ID: ids.New("run"), Target: p.Target, Status: store.RunRunning, Input: p.Input, Trigger: p.Trigger, CreatedAt: now}}
 	f.runs[r.ID] = r
 	f.order = append(f.order, r.ID)
-	f.appendLocked(r.ID, map[string]any{"type": "start", "run": r.ID, "client": p.Client})
+	f.appendLocked(r.ID, runs.Record{Type: "start", Run: r.ID})
 	switch p.Target {
 	case "noop":
-		r.Status = "succeeded"
+		r.Status = store.RunSucceeded
 		r.Result = json.RawMessage(`"ok"`)
-		f.appendLocked(r.ID, map[string]any{"type": "end", "status": "succeeded"})
+		f.appendLocked(r.ID, runs.Record{Type: "end", Status: "succeeded"})
 	case "ask":
-		r.Status = "waiting"
-		r.Question = &Question{ID: "q1", Text: "Go on?", Choices: []string{"yes", "no"}}
-		f.appendLocked(r.ID, map[string]any{"type": "question", "text": "Go on?"})
+		r.Status = store.RunWaiting
+		r.Question = &store.Question{ID: "q1", Text: "Go on?", Choices: []string{"yes", "no"}, Kind: "ask", Step: "q"}
+		f.appendLocked(r.ID, runs.Record{Type: "question", Question: r.Question})
 	}
 	f.bumpLocked(r)
-	cp := *r
-	return &cp, nil
+	return f.copyLocked(r), nil
 }
 
-func (f *fakeRuns) appendLocked(id string, rec map[string]any) {
-	b, _ := json.Marshal(rec)
-	f.journal[id] = append(f.journal[id], b)
+func (f *fakeEngine) copyLocked(r *runs.Run) *runs.Run {
+	cp := *r
+	return &cp
 }
 
 // emit appends a record to a running run's journal.
-func (f *fakeRuns) emit(id, text string) {
+func (f *fakeEngine) emit(id, text string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.appendLocked(id, map[string]any{"type": "text", "text": text})
+	f.appendLocked(id, runs.Record{Type: "text", Text: text})
 	f.bumpLocked(f.runs[id])
 }
 
 // settle ends a run.
-func (f *fakeRuns) settle(id, status string) {
+func (f *fakeEngine) settle(id string, status store.RunStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r := f.runs[id]
+	f.settleLocked(f.runs[id], status)
+}
+
+func (f *fakeEngine) settleLocked(r *runs.Run, status store.RunStatus) {
 	r.Status = status
 	r.Question = nil
-	f.appendLocked(id, map[string]any{"type": "end", "status": status})
+	f.appendLocked(r.ID, runs.Record{Type: "end", Status: string(status)})
 	f.bumpLocked(r)
 }
 
-func (f *fakeRuns) get(id string) (*Run, error) {
+// first is the id of the first run launched.
+func (f *fakeEngine) first() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.order[0]
+}
+
+func (f *fakeEngine) getLocked(id string) (*runs.Run, error) {
 	r, ok := f.runs[id]
 	if !ok {
 		return nil, fmt.Errorf("no run %q", id)
 	}
-	cp := *r
-	return &cp, nil
+	return r, nil
 }
 
-func (f *fakeRuns) Get(_ context.Context, id string) (*Run, error) {
+func (f *fakeEngine) Get(ctx context.Context, id string) (*runs.Run, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.get(id)
+	r, err := f.getLocked(id)
+	if err == nil {
+		defer f.mu.Unlock()
+		return f.copyLocked(r), nil
+	}
+	f.mu.Unlock()
+	if sr, serr := f.st.GetRun(ctx, id); serr == nil {
+		return &runs.Run{Run: *sr}, nil
+	}
+	return nil, err
 }
 
-func (f *fakeRuns) List(_ context.Context, p ListRunsParams) (*RunPage, error) {
+func (f *fakeEngine) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	r, err := f.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.versions++
+	f.mu.Unlock()
+	return &r.Run, nil
+}
+
+func (f *fakeEngine) List(_ context.Context, p runs.ListParams) ([]*runs.Run, string, error) {
+	for _, s := range p.Status {
+		if !s.Valid() {
+			return nil, "", fmt.Errorf("list runs: unknown status %q", s)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	page := &RunPage{}
-	for i := len(f.order) - 1; i >= 0; i-- {
+	var out []*runs.Run
+	for i := len(f.order) - 1; i >= 0 && len(out) < p.Limit; i-- {
 		r := f.runs[f.order[i]]
-		if (p.Status == "" || r.Status == p.Status) && (p.Target == "" || r.Target == p.Target) {
-			cp := *r
-			page.Runs = append(page.Runs, &cp)
-		}
-		if len(page.Runs) == p.Limit {
-			break
+		if (len(p.Status) == 0 || r.Status == p.Status[0]) && (p.Target == "" || r.Target == p.Target) {
+			out = append(out, f.copyLocked(r))
 		}
 	}
-	return page, nil
+	return out, "", nil
 }
 
-func (f *fakeRuns) Answer(_ context.Context, id, answer string) (*Run, error) {
+func (f *fakeEngine) Answer(_ context.Context, p runs.AnswerParams) (*runs.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r, ok := f.runs[id]
-	if !ok {
-		return nil, fmt.Errorf("no run %q", id)
+	r, err := f.getLocked(p.RunID)
+	if err != nil {
+		return nil, err
 	}
-	if r.Status != "waiting" {
-		return nil, fmt.Errorf("run %s is not waiting (status: %s)", id, r.Status)
+	if r.Status != store.RunWaiting {
+		return nil, fmt.Errorf("run %s is not waiting (status: %s)", r.ID, r.Status)
 	}
-	r.Question = nil
-	r.Status = "succeeded"
-	r.Result, _ = json.Marshal(answer)
-	f.appendLocked(id, map[string]any{"type": "end", "status": "succeeded"})
-	f.bumpLocked(r)
-	return f.get(id)
+	r.Result, _ = json.Marshal(p.Answer)
+	f.settleLocked(r, store.RunSucceeded)
+	return f.copyLocked(r), nil
 }
 
-func (f *fakeRuns) Cancel(_ context.Context, id string) (*Run, error) {
+func (f *fakeEngine) Cancel(_ context.Context, id string) (*runs.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r, ok := f.runs[id]
-	if !ok {
-		return nil, fmt.Errorf("no run %q", id)
+	r, err := f.getLocked(id)
+	if err != nil {
+		return nil, err
 	}
-	if r.Settled() {
+	if r.Status.Settled() {
 		return nil, fmt.Errorf("run %s is already %s", id, r.Status)
 	}
-	r.Status = "cancelled"
-	r.Question = nil
-	f.appendLocked(id, map[string]any{"type": "end", "status": "cancelled"})
-	f.bumpLocked(r)
-	return f.get(id)
+	f.settleLocked(r, store.RunCancelled)
+	return f.copyLocked(r), nil
 }
 
-func (f *fakeRuns) ReadOutput(ctx context.Context, p ReadOutputParams) (*OutputPage, error) {
+func (f *fakeEngine) ReadOutput(ctx context.Context, id string, p runs.ReadParams) (*runs.Output, error) {
 	start := 0
 	if p.Cursor != "" {
 		n, err := strconv.Atoi(p.Cursor)
@@ -174,24 +225,25 @@ func (f *fakeRuns) ReadOutput(ctx context.Context, p ReadOutputParams) (*OutputP
 		}
 		start = n
 	}
+	if p.Limit <= 0 {
+		p.Limit = 1000
+	}
 	deadline := time.Now().Add(p.Wait)
 	for {
 		f.mu.Lock()
-		r, ok := f.runs[p.RunID]
-		if !ok {
+		r, err := f.getLocked(id)
+		if err != nil {
 			f.mu.Unlock()
-			return nil, fmt.Errorf("no run %q", p.RunID)
+			return nil, err
 		}
-		recs := f.journal[p.RunID]
-		if start > len(recs) {
-			start = len(recs)
-		}
+		recs := f.journal[id]
+		start = min(start, len(recs))
 		end := min(len(recs), start+p.Limit)
-		if end > start || r.Settled() || !time.Now().Before(deadline) {
-			page := &OutputPage{RunID: p.RunID, Records: slices.Clone(recs[start:end]), NextCursor: strconv.Itoa(end), Status: r.Status}
-			page.Done = r.Settled() && end == len(recs)
+		if end > start || r.Status.Settled() || !time.Now().Before(deadline) {
+			out := &runs.Output{RunID: id, Records: append([]runs.Record(nil), recs[start:end]...), Cursor: strconv.Itoa(end), Status: r.Status}
+			out.Done = r.Status.Settled() && end == len(recs)
 			f.mu.Unlock()
-			return page, nil
+			return out, nil
 		}
 		ch := f.changed
 		f.mu.Unlock()
@@ -207,239 +259,16 @@ func (f *fakeRuns) ReadOutput(ctx context.Context, p ReadOutputParams) (*OutputP
 	}
 }
 
-func (f *fakeRuns) Version(_ context.Context, id string) (RunVersion, error) {
+func (f *fakeEngine) OutputSize(_ context.Context, id string) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r, ok := f.runs[id]
-	if !ok {
-		return RunVersion{}, fmt.Errorf("no run %q", id)
+	if _, ok := f.runs[id]; !ok {
+		return 0, errors.New("no journal")
 	}
-	f.versions++
-	return RunVersion{Record: fmt.Sprintf("%d/%s", r.Revision, r.Status), Output: strconv.Itoa(len(f.journal[id])), Settled: r.Settled()}, nil
+	return int64(len(f.journal[id])), nil
 }
 
-func (f *fakeRuns) mutations() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.writes
-}
-
-// fakeSessions is an in-memory SessionService.
-type fakeSessions struct {
-	mu     sync.Mutex
-	s      map[string]*Session
-	msgs   map[string][]*Message
-	writes int
-}
-
-func newFakeSessions() *fakeSessions {
-	return &fakeSessions{s: map[string]*Session{}, msgs: map[string][]*Message{}}
-}
-
-func (f *fakeSessions) Create(_ context.Context, p CreateSessionParams) (*Session, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p.ID == "" {
-		p.ID = ids.New("ses")
-	}
-	if s, ok := f.s[p.ID]; ok {
-		cp := *s
-		return &cp, false, nil
-	}
-	now := time.Now().UTC()
-	s := &Session{ID: p.ID, Title: p.Title, Revision: 1, CreatedAt: now, UpdatedAt: now}
-	f.s[p.ID] = s
-	f.writes++
-	cp := *s
-	return &cp, true, nil
-}
-
-func (f *fakeSessions) List(_ context.Context, limit int, _ string) (*SessionPage, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := &SessionPage{}
-	for _, s := range f.s {
-		cp := *s
-		p.Sessions = append(p.Sessions, &cp)
-	}
-	if len(p.Sessions) > limit {
-		p.Sessions = p.Sessions[:limit]
-	}
-	return p, nil
-}
-
-func (f *fakeSessions) Read(_ context.Context, id, _ string, limit int) (*SessionRead, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s, ok := f.s[id]
-	if !ok {
-		return nil, fmt.Errorf("no session %q", id)
-	}
-	cp := *s
-	m := f.msgs[id]
-	return &SessionRead{Session: &cp, Messages: m[:min(limit, len(m))]}, nil
-}
-
-func (f *fakeSessions) Append(_ context.Context, id string, msgs []NewMessage) (*Session, []*Message, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s, ok := f.s[id]
-	if !ok {
-		return nil, nil, fmt.Errorf("no session %q", id)
-	}
-	var out []*Message
-	for _, nm := range msgs {
-		if nm.ID == "" {
-			nm.ID = ids.New("msg")
-		}
-		s.MessageCount++
-		m := &Message{ID: nm.ID, Seq: s.MessageCount, Role: nm.Role, Parts: nm.Parts, Metadata: nm.Metadata, CreatedAt: time.Now().UTC()}
-		f.msgs[id] = append(f.msgs[id], m)
-		out = append(out, m)
-	}
-	s.Revision++
-	f.writes++
-	cp := *s
-	return &cp, out, nil
-}
-
-func (f *fakeSessions) Compact(_ context.Context, p CompactParams) (*Compaction, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s, ok := f.s[p.SessionID]
-	if !ok {
-		return nil, fmt.Errorf("no session %q", p.SessionID)
-	}
-	keep := p.KeepLast
-	if keep < 0 {
-		keep = 4
-	}
-	n := int64(len(f.msgs[p.SessionID])) - int64(keep)
-	if n <= 0 {
-		return nil, fmt.Errorf("nothing to compact: session %s has %d message(s) and %d are kept", s.ID, s.MessageCount, keep)
-	}
-	s.Compactions++
-	s.Revision++
-	f.writes++
-	cp := *s
-	return &Compaction{Session: &cp, ArchiveID: "arc_1", Compacted: n}, nil
-}
-
-func (f *fakeSessions) Delete(_ context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.s[id]; !ok {
-		return fmt.Errorf("no session %q", id)
-	}
-	delete(f.s, id)
-	delete(f.msgs, id)
-	f.writes++
-	return nil
-}
-
-func (f *fakeSessions) mutations() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.writes
-}
-
-// fakeAutomations is an in-memory AutomationService.
-type fakeAutomations struct {
-	mu     sync.Mutex
-	a      map[string]*Automation
-	runs   *fakeRuns
-	writes int
-}
-
-func newFakeAutomations(runs *fakeRuns) *fakeAutomations {
-	return &fakeAutomations{a: map[string]*Automation{}, runs: runs}
-}
-
-func (f *fakeAutomations) List(_ context.Context, owner string) ([]*Automation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []*Automation
-	for _, a := range f.a {
-		if owner == "" || a.Owner == owner {
-			cp := *a
-			out = append(out, &cp)
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeAutomations) Create(_ context.Context, p AutomationSpec) (*Automation, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, a := range f.a {
-		if a.Owner == p.Owner && a.Key == p.Key {
-			if !reflect.DeepEqual(a.Trigger, p.When) || a.Target != p.Target {
-				return nil, false, fmt.Errorf("automation %q of %s exists with a different spec; use update_automation", p.Key, p.Owner)
-			}
-			cp := *a
-			return &cp, false, nil
-		}
-	}
-	if p.When.Cron == "bad" {
-		return nil, false, fmt.Errorf(`invalid cron expression "bad": expected 5 fields`)
-	}
-	now := time.Now().UTC()
-	a := &Automation{ID: ids.New("aut"), Key: p.Key, Owner: p.Owner, Target: p.Target, Input: p.Input, Trigger: p.When,
-		Enabled: true, Overlap: "skip", Missed: "skip", Revision: 1, CreatedAt: now, UpdatedAt: now}
-	f.a[a.ID] = a
-	f.writes++
-	cp := *a
-	return &cp, true, nil
-}
-
-func (f *fakeAutomations) Update(_ context.Context, u AutomationUpdate) (*Automation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, ok := f.a[u.ID]
-	if !ok {
-		return nil, fmt.Errorf("no automation %q", u.ID)
-	}
-	if u.Enabled != nil {
-		a.Enabled = *u.Enabled
-	}
-	if u.Note != nil {
-		a.Note = *u.Note
-	}
-	if u.When != nil {
-		a.Trigger = *u.When
-	}
-	a.Revision++
-	f.writes++
-	cp := *a
-	return &cp, nil
-}
-
-func (f *fakeAutomations) Delete(_ context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.a[id]; !ok {
-		return fmt.Errorf("no automation %q", id)
-	}
-	delete(f.a, id)
-	f.writes++
-	return nil
-}
-
-func (f *fakeAutomations) Trigger(ctx context.Context, id string) (*Fire, error) {
-	f.mu.Lock()
-	a, ok := f.a[id]
-	f.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("no automation %q", id)
-	}
-	run, err := f.runs.Launch(ctx, LaunchParams{Target: a.Target})
-	if err != nil {
-		return nil, err
-	}
-	return &Fire{AutomationID: id, Key: a.Key, Target: a.Target, Outcome: "queued", Nominal: time.Now().UTC(), RunID: run.ID}, nil
-}
-
-func (f *fakeAutomations) mutations() int {
+func (f *fakeEngine) mutations() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.writes

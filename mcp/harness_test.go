@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,26 +15,32 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
+	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/mcp/mcptest"
+	"github.com/cairnhq/cairn/mcp/transport"
+	"github.com/cairnhq/cairn/sessions"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/memory"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fixture is a Server over fakes, served on in-memory pipes, with a
-// client connected and initialized.
+// fixture is a Server over the real session manager and automation
+// service on the memory store and a fake run engine, served on in-memory
+// pipes, with a client connected and initialized.
 type fixture struct {
-	t        testing.TB
-	srv      *Server
-	runs     *fakeRuns
-	sessions *fakeSessions
-	autos    *fakeAutomations
-	client   *mcptest.Client
-	stdin    io.WriteCloser // the client's end
-	served   chan error     // ServeStdio's result
-	release  chan struct{}  // closed to unblock test_block calls
-	blocked  chan struct{}  // one value per test_block call that started
+	t       testing.TB
+	srv     *Server
+	st      *memory.Store
+	runs    *fakeEngine
+	client  *mcptest.Client
+	stdin   io.WriteCloser // the client's end
+	served  chan error     // ServeStdio's result
+	release chan struct{}  // closed to unblock test_block calls
+	blocked chan struct{}  // one value per test_block call that started
 }
 
 type fixtureOpts struct {
@@ -41,46 +48,46 @@ type fixtureOpts struct {
 	noInit      bool
 	clientName  string
 	ignorePings bool
-	// runs, sessions and automations replace the fakes when set.
-	runs        RunService
-	sessions    SessionService
-	automations AutomationService
+	// runs replaces the fake engine when set (and runStore its store).
+	runs     runEngine
+	runStore runStore
+	// maxArchives is the sessions' archive retention (nil: the default).
+	maxArchives *int
 }
 
 func setup(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
-	runs := newFakeRuns()
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
 	f := &fixture{
-		t:        t,
-		runs:     runs,
-		sessions: newFakeSessions(),
-		autos:    newFakeAutomations(runs),
-		served:   make(chan error, 1),
-		release:  make(chan struct{}),
-		blocked:  make(chan struct{}, 1000),
+		t:       t,
+		st:      st,
+		runs:    newFakeEngine(st),
+		served:  make(chan error, 1),
+		release: make(chan struct{}),
+		blocked: make(chan struct{}, 1000),
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	dir := t.TempDir()
 	p := Params{
-		Version: "test", Runs: f.runs, Sessions: f.sessions, Automations: f.autos, Log: log,
+		Version: "test", Runs: f.runs, RunStore: f.runs, Log: log,
+		Sessions: sessions.New(st, sessions.Options{
+			MemoryDir: filepath.Join(dir, "memory"), LocksDir: filepath.Join(dir, "locks"), MaxArchives: o.maxArchives,
+		}),
+		Automations: &automations.Service{Store: st, LocksDir: filepath.Join(dir, "locks"), Targets: fakeFires(f.runs)},
 		MaxInFlight: o.maxInFlight, PollInterval: 20 * time.Millisecond,
 	}
 	if o.runs != nil {
-		p.Runs = o.runs
-	}
-	if o.sessions != nil {
-		p.Sessions = o.sessions
-	}
-	if o.automations != nil {
-		p.Automations = o.automations
+		p.Runs, p.RunStore = o.runs, o.runStore
 	}
 	f.srv = New(p)
 	if o.ignorePings {
 		f.srv.syncTimeout = 100 * time.Millisecond
 	}
-	f.srv.MCPServer().AddTools(f.testTools()...)
+	f.srv.mcp.AddTools(f.testTools()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := f.srv.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -170,8 +177,38 @@ func (f *fixture) fails(name string, args any) string {
 	return r.Text()
 }
 
-func (f *fixture) mutations() int {
-	return f.runs.mutations() + f.sessions.mutations() + f.autos.mutations()
+// state is what the fixture's domains hold, to check that a call changed
+// nothing.
+func (f *fixture) state() string {
+	f.t.Helper()
+	ctx := f.ctx()
+	ss, _, err := f.st.ListSessions(ctx, store.ListSessionsParams{Limit: 1000})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	as, err := f.st.ListAutomations(ctx, store.AutomationFilter{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"run writes": f.runs.mutations(), "sessions": ss, "automations": as})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fakeFires prepares the runs the automations service fires: of the fake
+// engine's targets, stored by the service in its store.
+func fakeFires(e *fakeEngine) automations.Targets {
+	return automations.TargetsFunc(func(_ context.Context, target string, input json.RawMessage) (*store.Run, error) {
+		if _, err := e.Targets().Target(target); err != nil {
+			return nil, err
+		}
+		if len(input) == 0 {
+			input = json.RawMessage(`{}`)
+		}
+		return &store.Run{ID: ids.New("run"), Target: target, Input: input, Literals: json.RawMessage(`{}`)}, nil
+	})
 }
 
 // testTools are tools only tests register: progress through our ordered
@@ -181,7 +218,7 @@ func (f *fixture) testTools() []server.ServerTool {
 		N int `json:"n"`
 	}
 	nSchema := object(nil, obj{"n": integer("count", 0, 100000)})
-	out := outObject(nil, obj{"n": outInt})
+	out := outputSchema[nIn]()
 	return []server.ServerTool{
 		newTool("test_progress", "", "sends n progress notifications, then answers", nSchema, out, hints{},
 			handler(func(ctx context.Context, c *call, in nIn) (nIn, error) {
@@ -202,7 +239,7 @@ func (f *fixture) testTools() []server.ServerTool {
 			})),
 		newTool("test_block", "", "blocks until the test releases it (a long wait)", object(nil, obj{}), out, hints{},
 			handler(func(ctx context.Context, c *call, _ struct{}) (nIn, error) {
-				ctx, cancel := waitContext(ctx)
+				ctx, cancel := transport.WaitContext(ctx)
 				defer cancel()
 				f.blocked <- struct{}{}
 				select {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	cairnruns "github.com/cairnhq/cairn/runs"
+
+	"github.com/cairnhq/cairn/mcp/transport"
 )
 
 // newHTTPClient is a client whose idle connections close with the test.
@@ -27,10 +30,10 @@ func newHTTPClient(t *testing.T) *http.Client {
 func TestHTTPHandler(t *testing.T) {
 	t.Parallel()
 	hc := newHTTPClient(t)
-	srv := New(Params{Runs: newFakeRuns(), Sessions: newFakeSessions()})
-	ts := httptest.NewServer(srv.HTTPHandler(HTTPOptions{Token: "s3cret"}))
+	srv := New(Params{Runs: newFakeEngine(nil)})
+	ts := httptest.NewServer(srv.HTTPHandler(transport.HTTPOptions{Token: "s3cret"}))
 	t.Cleanup(ts.Close)
-	url := ts.URL + HTTPPath
+	url := ts.URL + transport.HTTPPath
 
 	post := func(t *testing.T, body string, headers map[string]string) *http.Response {
 		t.Helper()
@@ -86,7 +89,7 @@ func TestHTTPHandler(t *testing.T) {
 	if body := readHTTPResult(t, resp); !bytes.Contains(body, []byte("not available")) {
 		t.Errorf("a missing service over HTTP: %s", body)
 	}
-	big := `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", MaxMessageBytes) + `"}}`
+	big := `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", transport.MaxMessageBytes) + `"}}`
 	if resp := post(t, big, h); resp.StatusCode == http.StatusOK {
 		if body := readHTTPResult(t, resp); !bytes.Contains(body, []byte("error")) {
 			t.Errorf("an oversized body was served: %.200s", body)
@@ -121,33 +124,6 @@ func readHTTPResult(t *testing.T, resp *http.Response) []byte {
 	return last
 }
 
-func TestResolveListenAddr(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		p    ListenParams
-		want string
-		err  bool
-	}{
-		{ListenParams{Addr: ":8765"}, "127.0.0.1:8765", false},
-		{ListenParams{Addr: "127.0.0.1:0"}, "127.0.0.1:0", false},
-		{ListenParams{Addr: "localhost:80"}, "localhost:80", false},
-		{ListenParams{Addr: "[::1]:80"}, "[::1]:80", false},
-		{ListenParams{Addr: "0.0.0.0:80"}, "", true},
-		{ListenParams{Addr: "0.0.0.0:80", AllowRemote: true}, "", true},
-		{ListenParams{Addr: "0.0.0.0:80", AllowRemote: true, HTTPOptions: HTTPOptions{Token: "t"}}, "0.0.0.0:80", false},
-		{ListenParams{Addr: "8765"}, "", true},
-	}
-	for _, c := range cases {
-		got, err := ResolveListenAddr(c.p)
-		if (err != nil) != c.err || got != c.want {
-			t.Errorf("ResolveListenAddr(%+v) = %q, %v", c.p, got, err)
-		}
-		if c.p.Addr == "0.0.0.0:80" && !c.p.AllowRemote && !errors.Is(err, ErrRemoteAddr) {
-			t.Errorf("remote address error %v should wrap ErrRemoteAddr", err)
-		}
-	}
-}
-
 func TestServeHTTPStops(t *testing.T) {
 	t.Parallel()
 	srv := New(Params{})
@@ -155,7 +131,7 @@ func TestServeHTTPStops(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.ServeHTTP(ctx, ListenParams{Addr: "127.0.0.1:0", Ready: func(a net.Addr) { ready <- a.String() }})
+		done <- srv.ServeHTTP(ctx, transport.ListenParams{Addr: "127.0.0.1:0", Ready: func(a net.Addr) { ready <- a.String() }})
 	}()
 	addr := <-ready
 	resp, err := newHTTPClient(t).Get("http://" + addr + "/elsewhere")
@@ -224,18 +200,18 @@ func events(t *testing.T, resp *http.Response) []json.RawMessage {
 // carries resource updates, and that DELETE ends the session.
 func TestHTTPProgressAndStreams(t *testing.T) {
 	t.Parallel()
-	runs := newFakeRuns()
-	srv := New(Params{Runs: runs, PollInterval: 20 * time.Millisecond})
-	srv.MCPServer().AddTools((&fixture{blocked: make(chan struct{}, 10), release: make(chan struct{})}).testTools()...)
+	runs := newFakeEngine(nil)
+	srv := New(Params{Runs: runs, RunStore: runs, PollInterval: 20 * time.Millisecond})
+	srv.mcp.AddTools((&fixture{blocked: make(chan struct{}, 10), release: make(chan struct{})}).testTools()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	ts := httptest.NewServer(srv.HTTPHandler(HTTPOptions{Token: "tok"}))
+	ts := httptest.NewServer(srv.HTTPHandler(transport.HTTPOptions{Token: "tok"}))
 	t.Cleanup(ts.Close)
-	c := &httpClient{hc: newHTTPClient(t), t: t, url: ts.URL + HTTPPath, token: "tok"}
+	c := &httpClient{hc: newHTTPClient(t), t: t, url: ts.URL + transport.HTTPPath, token: "tok"}
 	resp := c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
 	c.sid = resp.Header.Get("Mcp-Session-Id")
 	if c.sid == "" || resp.StatusCode != http.StatusOK {
@@ -271,7 +247,7 @@ func TestHTTPProgressAndStreams(t *testing.T) {
 	wg.Wait()
 
 	// The GET stream gets resource updates.
-	run, err := runs.Launch(ctx, LaunchParams{Target: "steps"})
+	run, err := runs.Launch(ctx, cairnruns.LaunchParams{Target: "steps"})
 	if err != nil {
 		t.Fatal(err)
 	}

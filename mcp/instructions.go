@@ -1,8 +1,8 @@
 package mcp
 
-// Instructions tell an agent how Cairn's tools fit together. They are sent
+// instructions tell an agent how Cairn's tools fit together. They are sent
 // in the initialize answer.
-const Instructions = `Cairn runs the workflows defined in this workspace (.cairn/workflows/*.yaml) durably: a run survives restarts of this server and of the machine, and any mcp-host process can finish it.
+const instructions = `Cairn runs the workflows defined in this workspace (.cairn/workflows/*.yaml) durably: a run survives restarts of this server and of the machine, and any mcp-host process can finish it.
 
 Runs
 - list_targets shows what can be launched, with each target's input JSON Schema.

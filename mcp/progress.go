@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/cairnhq/cairn/mcp/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -51,22 +52,10 @@ func (c *call) Progress(ctx context.Context, total float64, message string) {
 	if message != "" {
 		params["message"] = message
 	}
-	n := mcpgo.JSONRPCNotification{
-		JSONRPC: mcpgo.JSONRPC_VERSION,
-		Notification: mcpgo.Notification{
-			Method: "notifications/progress",
-			Params: mcpgo.NotificationParams{AdditionalFields: params},
-		},
-	}
-	if on, ok := ctx.Value(notifierKey{}).(orderedNotifier); ok {
-		_ = on.sendNotification(ctx, n)
-		return
-	}
-	if sess, ok := server.ClientSessionFromContext(ctx).(orderedNotifier); ok {
-		_ = sess.sendNotification(ctx, n)
+	if transport.Notify(ctx, transport.NewNotification("notifications/progress", params)) {
 		return
 	}
 	if c.srv != nil {
-		_ = c.srv.SendNotificationToClient(ctx, n.Method, params)
+		_ = c.srv.SendNotificationToClient(ctx, "notifications/progress", params)
 	}
 }

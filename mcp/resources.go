@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cairnhq/cairn/runs"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -51,14 +52,16 @@ func (s *Server) readRunResource(ctx context.Context, req mcpgo.ReadResourceRequ
 		}
 		return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 	}
-	page, err := rs.ReadOutput(ctx, ReadOutputParams{RunID: id, Limit: maxResourceRecords})
+	page, err := rs.ReadOutput(ctx, id, runs.ReadParams{Limit: maxResourceRecords})
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	for _, r := range page.Records {
-		buf.Write(bytes.TrimSpace(r))
-		buf.WriteByte('\n')
+		if err := enc.Encode(r); err != nil {
+			return nil, fmt.Errorf("encode journal record of run %s: %w", id, err)
+		}
 	}
 	return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: "application/x-ndjson", Text: buf.String()}}, nil
 }

@@ -67,12 +67,10 @@ func TestRunsAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Stop(); st.Close() })
-	runsSvc := RunsService(RunsParams{Engine: eng, Store: st})
-
-	f := setup(t, fixtureOpts{runs: runsSvc})
+	f := setup(t, fixtureOpts{runs: eng, runStore: st})
 	srv = f.srv
 
-	var tl TargetList
+	var tl targetList
 	f.ok("list_targets", nil, &tl)
 	if len(tl.Targets) != 2 || tl.Targets[0].Name != "confirm" || len(tl.Targets[0].Triggers) != 1 || len(tl.Problems) != 1 {
 		t.Fatalf("list_targets: %+v", tl)
@@ -85,7 +83,7 @@ func TestRunsAdapter(t *testing.T) {
 	if err != nil || r.IsError {
 		t.Fatalf("launch_run: %v %s", err, r.Text())
 	}
-	var run Run
+	var run runs.Run
 	decode(t, r, &run)
 	if run.Status != "succeeded" || len(run.Steps) != 2 || run.Steps[0].Status != "succeeded" || !bytes.Contains(run.Result, []byte("hello adapter")) {
 		t.Fatalf("launch_run waited: %s", r.StructuredContent)
@@ -103,18 +101,18 @@ func TestRunsAdapter(t *testing.T) {
 		t.Errorf("no progress notification")
 	}
 
-	var out OutputPage
+	var out outputPage
 	f.ok("read_run_output", map[string]any{"run_id": run.ID}, &out)
-	if !out.Done || len(out.Records) < 4 || !bytes.Contains(out.Records[0], []byte(`"type":"start"`)) {
+	if !out.Done || len(out.Records) < 4 || out.Records[0].Type != "start" {
 		t.Fatalf("read_run_output: %+v", out)
 	}
 
-	var parked Run
+	var parked runs.Run
 	f.ok("launch_run", map[string]any{"target": "confirm", "wait_seconds": 30}, &parked)
 	if parked.Status != "waiting" || parked.Question == nil || len(parked.Question.Choices) != 2 {
 		t.Fatalf("parked: %+v", parked)
 	}
-	if m, err := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": RunURI(parked.ID)}); err != nil || m.Error != nil {
+	if m, err := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": runURI(parked.ID)}); err != nil || m.Error != nil {
 		t.Fatalf("subscribe: %v %s", err, m.Raw)
 	}
 	if msg := f.fails("answer_run", map[string]any{"run_id": parked.ID, "answer": "maybe"}); !strings.Contains(msg, "yes") {
@@ -126,10 +124,10 @@ func TestRunsAdapter(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var cancelled Run
+	var cancelled runs.Run
 	f.ok("launch_run", map[string]any{"target": "confirm"}, &cancelled)
 	f.ok("cancel_run", map[string]any{"run_id": cancelled.ID}, &cancelled)
-	var page RunPage
+	var page runPage
 	f.ok("list_runs", map[string]any{"target": "confirm", "limit": 10}, &page)
 	if len(page.Runs) != 2 {
 		t.Errorf("list_runs: %d runs", len(page.Runs))

@@ -16,17 +16,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// ServerName is the name the server gives in its initialize answer.
-const ServerName = "cairn"
+// serverName is the name the server gives in its initialize answer.
+const serverName = "cairn"
 
-// DefaultMaxInFlight is how many requests one connection may have in
-// flight at once (long polls included) before new ones are refused with a
-// "server busy" error.
-const DefaultMaxInFlight = 256
-
-// DefaultPollInterval is how often subscribed runs are re-read from the
+// defaultPollInterval is how often subscribed runs are re-read from the
 // store to notice changes made by other processes.
-const DefaultPollInterval = 250 * time.Millisecond
+const defaultPollInterval = 250 * time.Millisecond
 
 // Params configures a Server. Every domain service is optional: a nil one
 // leaves its tools registered, each answering with an isError result that
@@ -34,20 +29,23 @@ const DefaultPollInterval = 250 * time.Millisecond
 type Params struct {
 	// Version is reported in the initialize answer.
 	Version string
-	// Runs is the run engine.
-	Runs RunService
-	// Sessions is the session store API.
-	Sessions SessionService
-	// Automations is the automation service.
-	Automations AutomationService
+	// Runs is the run engine (a *runs.Engine).
+	Runs runEngine
+	// RunStore is the engine's store (a store.RunStore): subscriptions poll
+	// it for run records.
+	RunStore runStore
+	// Sessions is the session manager (a *sessions.Manager).
+	Sessions sessionManager
+	// Automations is the automation service (an *automations.Service).
+	Automations automationService
 	// Log receives the server's own diagnostics (never stdout). Default:
 	// discard.
 	Log *slog.Logger
 	// MaxInFlight bounds concurrent requests per connection; default
-	// DefaultMaxInFlight.
+	// transport.DefaultMaxInFlight.
 	MaxInFlight int
 	// PollInterval is how often subscribed runs are re-read from the store;
-	// default DefaultPollInterval.
+	// default defaultPollInterval.
 	PollInterval time.Duration
 }
 
@@ -62,8 +60,8 @@ type Server struct {
 	log           *slog.Logger
 	maxInFlight   int
 	pollInterval  time.Duration
-	syncTimeout   time.Duration
-	shutdownGrace time.Duration
+	syncTimeout   time.Duration // 0: the transport's default
+	shutdownGrace time.Duration // 0: the transport's default
 	subs          *subscriptions
 
 	clientsMu sync.Mutex
@@ -72,23 +70,21 @@ type Server struct {
 
 // New builds a Server over the domain services in p.
 func New(p Params) *Server {
+	if rs, ok := p.Runs.(runStore); ok && p.RunStore == nil {
+		p.RunStore = rs
+	}
 	s := &Server{
-		p:             p,
-		log:           p.Log,
-		maxInFlight:   p.MaxInFlight,
-		pollInterval:  p.PollInterval,
-		syncTimeout:   defaultSyncTimeout,
-		shutdownGrace: defaultShutdownGrace,
-		clients:       map[string]mcpgo.Implementation{},
+		p:            p,
+		log:          p.Log,
+		maxInFlight:  p.MaxInFlight,
+		pollInterval: p.PollInterval,
+		clients:      map[string]mcpgo.Implementation{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if s.maxInFlight <= 0 {
-		s.maxInFlight = DefaultMaxInFlight
-	}
 	if s.pollInterval <= 0 {
-		s.pollInterval = DefaultPollInterval
+		s.pollInterval = defaultPollInterval
 	}
 	version := p.Version
 	if version == "" {
@@ -119,10 +115,10 @@ func New(p Params) *Server {
 		}
 	})
 
-	s.mcp = server.NewMCPServer(ServerName, version,
+	s.mcp = server.NewMCPServer(serverName, version,
 		server.WithTitle("Cairn"),
 		server.WithDescription("Durable workflow runs, automations and agent sessions for this workspace."),
-		server.WithInstructions(Instructions),
+		server.WithInstructions(instructions),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
 		server.WithToolHandlerMiddleware(s.recoverTool),
@@ -134,10 +130,6 @@ func New(p Params) *Server {
 	s.addResources()
 	return s
 }
-
-// MCPServer returns the underlying mcp-go server, for embedding Cairn's
-// tools in another transport.
-func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Start starts the resource watcher. It returns at once; Close stops it.
 func (s *Server) Start(ctx context.Context) error { return s.subs.start(ctx) }
@@ -193,21 +185,6 @@ func (s *Server) recoverResource(next server.ResourceHandlerFunc) server.Resourc
 		}()
 		return next(ctx, req)
 	}
-}
-
-// handleSafely runs HandleMessage, turning a panic into an internal error
-// (a JSON-RPC error for a request with id, nothing for a notification).
-func (s *Server) handleSafely(ctx context.Context, id json.RawMessage, msg []byte) (resp any) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("mcp: panic while handling a message", "panic", r, "stack", string(debug.Stack()))
-			resp = nil
-			if id != nil {
-				resp = rawLine(errorLine(id, mcpgo.INTERNAL_ERROR, fmt.Sprintf("internal error: %v", r)))
-			}
-		}
-	}()
-	return s.mcp.HandleMessage(ctx, msg)
 }
 
 // errorResult is a tool result reporting a failure to the agent.

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/mcp/mcptest"
+	"github.com/cairnhq/cairn/mcp/transport"
 )
 
 // progressOf returns the progress token of a progress notification.
@@ -137,7 +137,7 @@ func TestQuickCallNotBlockedByLongPolls(t *testing.T) {
 			t.Fatal("the blocking calls did not all start")
 		}
 	}
-	var targets TargetList
+	var targets targetList
 	f.ok("list_targets", nil, &targets)
 	if len(targets.Targets) == 0 {
 		t.Fatal("list_targets returned nothing")
@@ -205,7 +205,7 @@ func TestPanicIsToolError(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{})
-	before := f.mutations()
+	before := f.state()
 	huge := strings.Repeat("x", 10<<20)
 
 	raw := []struct {
@@ -300,49 +300,10 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s(%v): message %q should mention %q", c.tool, c.args, msg, c.want)
 		}
 	}
-	if got := f.mutations(); got != before {
-		t.Errorf("bad input changed state: %d writes", got-before)
+	if got := f.state(); got != before {
+		t.Errorf("bad input changed state:\nbefore %s\nafter  %s", before, got)
 	}
 	f.ok("list_targets", nil, nil)
-}
-
-func TestReadLine(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("a", 100)
-	cases := []struct {
-		name     string
-		in       string
-		max      int
-		keep     int
-		wantLine string
-		wantNil  bool
-		wantSize int
-	}{
-		{"short", "abc\nrest", 10, 20, "abc", false, 3},
-		{"crlf", "abc\r\n", 10, 20, "abc", false, 3},
-		{"no newline at EOF", "abc", 10, 20, "abc", false, 3},
-		{"over max, kept", long + "\n", 10, 200, long, false, 100},
-		{"over keep", long + "\n", 10, 50, "", true, 100},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			r := bufio.NewReaderSize(strings.NewReader(c.in), 16)
-			line, size, _ := readLine(r, c.max, c.keep)
-			if size != c.wantSize {
-				t.Errorf("size %d, want %d", size, c.wantSize)
-			}
-			if c.wantNil {
-				if line != nil {
-					t.Errorf("line %q, want nil", line)
-				}
-				return
-			}
-			if string(line) != c.wantLine {
-				t.Errorf("line %q, want %q", line, c.wantLine)
-			}
-		})
-	}
 }
 
 // TestServeEndsOnEOF closes stdin with a long wait and a piece of work in
@@ -406,7 +367,7 @@ func TestShutdownGrace(t *testing.T) {
 // server: ServeStdio returns the write error once stdin ends.
 func TestWriteError(t *testing.T) {
 	t.Parallel()
-	srv := New(Params{Runs: newFakeRuns()})
+	srv := New(Params{Runs: newFakeEngine(nil)})
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	err := srv.ServeStdio(context.Background(), in, failWriter{})
 	if err == nil || !strings.Contains(err.Error(), "write stdout") {
@@ -418,24 +379,12 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, fmt.Errorf("broken pipe") }
 
-func TestErrorLine(t *testing.T) {
-	t.Parallel()
-	b := errorLine(json.RawMessage(`"a"`), -32600, "bad")
-	var m mcptest.Message
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	if string(m.ID) != `"a"` || m.Error == nil || m.Error.Code != -32600 || !bytes.Contains(b, []byte(`"jsonrpc":"2.0"`)) {
-		t.Fatalf("errorLine = %s", b)
-	}
-}
-
 // TestSyncWithoutPingAnswers checks that a client that never answers ping
 // requests still gets its answers, and is pinged only once.
 func TestSyncWithoutPingAnswers(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{ignorePings: true})
-	for range syncMaxMissed + 2 {
+	for range transport.MaxMissedPings + 2 {
 		r, _, err := f.client.CallTool(f.ctx(), "test_progress", map[string]any{"n": 2}, map[string]any{"progressToken": "x"})
 		if err != nil || r.IsError {
 			t.Fatalf("call: %v %v", err, r)
@@ -447,7 +396,7 @@ func TestSyncWithoutPingAnswers(t *testing.T) {
 			pings++
 		}
 	}
-	if pings != syncMaxMissed {
-		t.Errorf("%d pings sent, want %d (syncing turns off after that many went unanswered)", pings, syncMaxMissed)
+	if pings != transport.MaxMissedPings {
+		t.Errorf("%d pings sent, want %d (syncing turns off after that many went unanswered)", pings, transport.MaxMissedPings)
 	}
 }

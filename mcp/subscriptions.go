@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/mcp/transport"
 )
 
 // Resource URIs.
@@ -22,11 +23,11 @@ const (
 	maxSubscriptions = 1000 // per session
 )
 
-// RunURI is the resource URI of a run's record.
-func RunURI(id string) string { return runURIPrefix + id }
+// runURI is the resource URI of a run's record.
+func runURI(id string) string { return runURIPrefix + id }
 
-// RunOutputURI is the resource URI of a run's journal.
-func RunOutputURI(id string) string { return runURIPrefix + id + runOutputSuffix }
+// runOutputURI is the resource URI of a run's journal.
+func runOutputURI(id string) string { return runURIPrefix + id + runOutputSuffix }
 
 // parseRunURI returns the run id a resource URI names and whether it is
 // the journal. The id is validated.
@@ -246,10 +247,10 @@ func (w *subscriptions) check(ctx context.Context) {
 		w.seen[id] = fp
 		var changed []string
 		if known && old.record != fp.record {
-			changed = append(changed, RunURI(id))
+			changed = append(changed, runURI(id))
 		}
 		if known && old.output != fp.output {
-			changed = append(changed, RunOutputURI(id))
+			changed = append(changed, runOutputURI(id))
 		}
 		type target struct {
 			sess server.ClientSession
@@ -273,16 +274,9 @@ func (w *subscriptions) check(ctx context.Context) {
 // notifyUpdated sends notifications/resources/updated for uri to sess.
 func (s *Server) notifyUpdated(ctx context.Context, sess server.ClientSession, uri string) {
 	params := map[string]any{"uri": uri}
-	if on, ok := sess.(orderedNotifier); ok {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_ = on.sendNotification(ctx, mcpgo.JSONRPCNotification{
-			JSONRPC: mcpgo.JSONRPC_VERSION,
-			Notification: mcpgo.Notification{
-				Method: mcpgo.MethodNotificationResourceUpdated,
-				Params: mcpgo.NotificationParams{AdditionalFields: params},
-			},
-		})
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if transport.NotifySession(ctx, sess, transport.NewNotification(mcpgo.MethodNotificationResourceUpdated, params)) {
 		return
 	}
 	if err := s.mcp.SendNotificationToSpecificClient(sess.SessionID(), mcpgo.MethodNotificationResourceUpdated, params); err != nil {

@@ -5,18 +5,20 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/store"
 	"github.com/mark3labs/mcp-go/server"
 )
 
-func (s *Server) automations() (AutomationService, error) {
+func (s *Server) automations() (automationService, error) {
 	if s.p.Automations == nil {
 		return nil, &unavailableError{"automations"}
 	}
 	return s.p.Automations, nil
 }
 
-// OwnerPrefix starts the owner of automations created over MCP.
-const OwnerPrefix = "mcp:"
+// ownerPrefix starts the owner of automations created over MCP.
+const ownerPrefix = "mcp:"
 
 // ownerFor is the owner of automations the caller creates: the explicit
 // owner when given, else mcp:<client name> with the name reduced to id
@@ -28,7 +30,7 @@ func (s *Server) ownerFor(ctx context.Context, explicit string) (string, error) 
 		}
 		return explicit, nil
 	}
-	return OwnerPrefix + sanitizeName(s.clientName(ctx)), nil
+	return ownerPrefix + sanitizeName(s.clientName(ctx)), nil
 }
 
 // sanitizeName maps a client name ("Claude Code") to id characters
@@ -45,7 +47,7 @@ func sanitizeName(name string) string {
 			b.WriteByte('-')
 			dash = true
 		}
-		if b.Len() >= maxOwnerLen-len(OwnerPrefix)-1 {
+		if b.Len() >= maxOwnerLen-len(ownerPrefix)-1 {
 			break
 		}
 	}
@@ -64,7 +66,7 @@ type listAutomationsIn struct {
 
 type automationsOut struct {
 	Owner       string        `json:"owner,omitempty"`
-	Automations []*Automation `json:"automations"`
+	Automations []*automation `json:"automations"`
 }
 
 func (s *Server) listAutomationsTool() server.ServerTool {
@@ -74,7 +76,7 @@ func (s *Server) listAutomationsTool() server.ServerTool {
 			"all":   boolean("List every automation, whoever owns it."),
 			"owner": idArg("List this owner's automations instead of the caller's."),
 		}),
-		outObject([]string{"automations"}, obj{"owner": outString, "automations": outArray(automationSchema())}),
+		outputSchema[automationsOut](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in listAutomationsIn) (*automationsOut, error) {
 			as, err := s.automations()
@@ -87,14 +89,15 @@ func (s *Server) listAutomationsTool() server.ServerTool {
 					return nil, err
 				}
 			}
-			list, err := as.List(ctx, owner)
+			list, err := as.List(ctx, automations.ListParams{Owner: owner})
 			if err != nil {
 				return nil, err
 			}
-			if list == nil {
-				list = []*Automation{}
+			out := &automationsOut{Owner: owner, Automations: make([]*automation, 0, len(list))}
+			for _, a := range list {
+				out.Automations = append(out.Automations, newAutomation(a))
 			}
-			return &automationsOut{Owner: owner, Automations: list}, nil
+			return out, nil
 		}))
 }
 
@@ -111,14 +114,14 @@ func (w whenIn) given() bool {
 }
 
 // when checks that the trigger arguments name exactly one kind.
-func (w whenIn) when() (AutomationWhen, error) {
+func (w whenIn) when() (store.AutomationTrigger, error) {
 	get := func(p *string) string {
 		if p == nil {
 			return ""
 		}
 		return strings.TrimSpace(*p)
 	}
-	aw := AutomationWhen{Cron: get(w.Cron), TZ: get(w.TZ), Every: get(w.Every), URL: get(w.URL)}
+	aw := store.AutomationTrigger{Cron: get(w.Cron), TZ: get(w.TZ), Every: get(w.Every), URL: get(w.URL)}
 	for _, g := range w.Files {
 		if g = strings.TrimSpace(g); g != "" {
 			aw.Files = append(aw.Files, g)
@@ -172,7 +175,7 @@ type createAutomationIn struct {
 }
 
 type createAutomationOut struct {
-	Automation *Automation `json:"automation"`
+	Automation *automation `json:"automation"`
 	Created    bool        `json:"created"`
 }
 
@@ -187,7 +190,7 @@ func (s *Server) createAutomationTool() server.ServerTool {
 			"input":  openObject("Input object for each run."),
 			"owner":  idArg("Owner to record instead of mcp:<client name>."),
 		}))),
-		outObject([]string{"automation", "created"}, obj{"automation": automationSchema(), "created": outBool}),
+		outputSchema[createAutomationOut](),
 		hints{idempotent: true},
 		handler(func(ctx context.Context, _ *call, in createAutomationIn) (*createAutomationOut, error) {
 			as, err := s.automations()
@@ -211,14 +214,15 @@ func (s *Server) createAutomationTool() server.ServerTool {
 			if string(in.Input) == "null" {
 				in.Input = nil
 			}
-			a, created, err := as.Create(ctx, AutomationSpec{
-				Key: in.Key, Owner: owner, Target: in.Target, Input: in.Input, When: when,
+			res, err := as.Create(ctx, automations.CreateParams{Owner: owner, Spec: automations.Spec{
+				Key: in.Key, Target: in.Target, Input: in.Input,
+				Cron: when.Cron, TZ: when.TZ, Every: when.Every, Files: when.Files, URL: when.URL,
 				Overlap: in.Overlap, Missed: in.Missed,
-			})
+			}})
 			if err != nil {
 				return nil, err
 			}
-			return &createAutomationOut{Automation: a, Created: created}, nil
+			return &createAutomationOut{Automation: newAutomation(res.Automation), Created: res.Created}, nil
 		}))
 }
 
@@ -243,17 +247,14 @@ func (s *Server) updateAutomationTool() server.ServerTool {
 			"enabled": boolean("false pauses the automation, true resumes it."),
 			"note":    str("Why it was paused or changed; shown in listings.", maxNoteLen),
 		}))),
-		automationSchema(),
+		outputSchema[automation](),
 		hints{destructive: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in updateAutomationIn) (*Automation, error) {
-			as, err := s.automations()
+		handler(func(ctx context.Context, _ *call, in updateAutomationIn) (*automation, error) {
+			as, err := s.automationsFor(in.ID)
 			if err != nil {
 				return nil, err
 			}
-			if err := validateID("automation id", "id", in.ID); err != nil {
-				return nil, err
-			}
-			u := AutomationUpdate{ID: in.ID, Target: in.Target, Overlap: in.Overlap, Missed: in.Missed, Enabled: in.Enabled, Note: in.Note}
+			u := automations.UpdateParams{Ref: in.ID, Target: in.Target, Overlap: in.Overlap, Missed: in.Missed, Enabled: in.Enabled, Note: in.Note}
 			if in.Target != nil {
 				if err := validateID("target name", "target", *in.Target); err != nil {
 					return nil, err
@@ -267,10 +268,29 @@ func (s *Server) updateAutomationTool() server.ServerTool {
 				if err != nil {
 					return nil, err
 				}
-				u.When = &when
+				setTrigger(&u, when)
 			}
-			return as.Update(ctx, u)
+			a, err := as.Update(ctx, u)
+			if err != nil {
+				return nil, err
+			}
+			return newAutomation(a), nil
 		}))
+}
+
+// setTrigger makes u replace the automation's trigger with t.
+func setTrigger(u *automations.UpdateParams, t store.AutomationTrigger) {
+	switch {
+	case t.Cron != "":
+		u.Cron, u.TZ = &t.Cron, &t.TZ
+	case len(t.Files) > 0:
+		u.Files = t.Files
+	case t.URL != "":
+		u.URL = &t.URL
+	}
+	if t.Every != "" {
+		u.Every = &t.Every
+	}
 }
 
 type idIn struct {
@@ -281,17 +301,14 @@ func (s *Server) deleteAutomationTool() server.ServerTool {
 	return newTool("delete_automation", "Delete an automation",
 		"Delete an automation. Runs it already launched are not affected.",
 		object([]string{"id"}, obj{"id": idArg("The automation's id.")}),
-		outObject([]string{"id", "deleted"}, obj{"id": outString, "deleted": outBool}),
+		outputSchema[deletedOut](),
 		hints{destructive: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in idIn) (*deletedOut, error) {
-			as, err := s.automations()
+			as, err := s.automationsFor(in.ID)
 			if err != nil {
 				return nil, err
 			}
-			if err := validateID("automation id", "id", in.ID); err != nil {
-				return nil, err
-			}
-			if err := as.Delete(ctx, in.ID); err != nil {
+			if _, err := as.Delete(ctx, automations.DeleteParams{Ref: in.ID}); err != nil {
 				return nil, err
 			}
 			return &deletedOut{ID: in.ID, Deleted: true}, nil
@@ -302,29 +319,34 @@ func (s *Server) triggerAutomationTool() server.ServerTool {
 	return newTool("trigger_automation", "Fire an automation now",
 		"Fire an automation now, outside its schedule, as a manual fire recorded in its history. Its overlap policy applies: while its previous run is still going the fire may be skipped or buffered (outcome says which). When a run was queued it is returned; follow it with read_run_output or get_run. Paused automations cannot be fired.",
 		object([]string{"id"}, obj{"id": idArg("The automation's id.")}),
-		outObject([]string{"automation_id", "outcome", "nominal"}, obj{
-			"automation_id": outString, "key": outString, "target": outString, "outcome": outString,
-			"nominal": outTime, "run_id": outString, "run": runSchema(),
-		}),
+		outputSchema[fire](),
 		hints{destructive: true, openWorld: true},
-		handler(func(ctx context.Context, _ *call, in idIn) (*Fire, error) {
-			as, err := s.automations()
+		handler(func(ctx context.Context, _ *call, in idIn) (*fire, error) {
+			as, err := s.automationsFor(in.ID)
 			if err != nil {
 				return nil, err
 			}
-			if err := validateID("automation id", "id", in.ID); err != nil {
-				return nil, err
-			}
-			fire, err := as.Trigger(ctx, in.ID)
+			rep, err := as.Trigger(ctx, automations.TriggerParams{Ref: in.ID})
 			if err != nil {
 				return nil, err
 			}
-			if fire.RunID != "" && fire.Run == nil && s.p.Runs != nil {
-				if run, err := s.p.Runs.Get(ctx, fire.RunID); err == nil {
-					fire.Run = run
+			out := &fire{FireReport: *rep}
+			if rep.RunID != "" && s.p.Runs != nil {
+				if run, err := s.p.Runs.Get(ctx, rep.RunID); err == nil {
+					out.Run = run
 				}
 			}
 			s.subs.poke()
-			return fire, nil
+			return out, nil
 		}))
+}
+
+// automationsFor is the automation service, for a call about the
+// automation id (validated).
+func (s *Server) automationsFor(id string) (automationService, error) {
+	as, err := s.automations()
+	if err != nil {
+		return nil, err
+	}
+	return as, validateID("automation id", "id", id)
 }

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/mcp/transport"
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
 )
 
 // tools lists every tool the server registers.
@@ -24,24 +28,32 @@ func (s *Server) tools() []server.ServerTool {
 	}
 }
 
-func (s *Server) runs() (RunService, error) {
+func (s *Server) runs() (runEngine, error) {
 	if s.p.Runs == nil {
 		return nil, &unavailableError{"runs"}
 	}
 	return s.p.Runs, nil
 }
 
-// fingerprint is the version of a run's resources, for subscriptions.
+// fingerprint is the version of a run's resources, for subscriptions: it
+// reads the bare record, which is cheap, and the journal's size.
 func (s *Server) fingerprint(ctx context.Context, id string) (fingerprint, error) {
 	rs, err := s.runs()
 	if err != nil {
 		return fingerprint{}, err
 	}
-	v, err := rs.Version(ctx, id)
+	if s.p.RunStore == nil {
+		return fingerprint{}, &unavailableError{"run subscriptions"}
+	}
+	r, err := s.p.RunStore.GetRun(ctx, id)
 	if err != nil {
 		return fingerprint{}, err
 	}
-	return fingerprint{record: v.Record, output: v.Output, settled: v.Settled}, nil
+	n, err := rs.OutputSize(ctx, id)
+	if err != nil {
+		return fingerprint{}, fmt.Errorf("size journal of run %s: %w", id, err)
+	}
+	return fingerprint{record: fmt.Sprintf("%d/%s", r.Revision, r.Status), output: strconv.FormatInt(n, 10), settled: r.Status.Settled()}, nil
 }
 
 func validateID(kind, arg, v string) error {
@@ -62,26 +74,14 @@ func (s *Server) listTargetsTool() server.ServerTool {
 	return newTool("list_targets", "List launchable workflows",
 		"List the workflows this workspace defines (.cairn/workflows/*.yaml) that launch_run can start, each with its description, the JSON Schema of its input and the automations its file declares; problems lists workflow files that failed to load, with file, line and field.",
 		object(nil, obj{}),
-		outObject([]string{"targets"}, obj{
-			"targets": outArray(outObject([]string{"name"}, obj{
-				"name": outString, "description": outString, "input_schema": outAny, "triggers": outStrList,
-			})),
-			"problems": outStrList,
-		}),
+		outputSchema[targetList](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, _ struct{}) (*TargetList, error) {
+		handler(func(ctx context.Context, _ *call, _ struct{}) (*targetList, error) {
 			rs, err := s.runs()
 			if err != nil {
 				return nil, err
 			}
-			tl, err := rs.Targets(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if tl.Targets == nil {
-				tl.Targets = []Target{}
-			}
-			return tl, nil
+			return newTargetList(rs.Targets()), nil
 		}))
 }
 
@@ -101,9 +101,9 @@ func (s *Server) launchRunTool() server.ServerTool {
 			"input":        openObject("Input object, validated against the target's input schema. Omit for none."),
 			"wait_seconds": waitArg("for the run to settle or park"),
 		}),
-		runSchema(),
+		outputSchema[runs.Run](),
 		hints{destructive: true, openWorld: true},
-		handler(func(ctx context.Context, c *call, in launchIn) (*Run, error) {
+		handler(func(ctx context.Context, c *call, in launchIn) (*runs.Run, error) {
 			rs, err := s.runs()
 			if err != nil {
 				return nil, err
@@ -118,7 +118,7 @@ func (s *Server) launchRunTool() server.ServerTool {
 			if len(in.Input) > 0 && string(in.Input) == "null" {
 				in.Input = nil
 			}
-			run, err := rs.Launch(ctx, LaunchParams{Target: in.Target, Input: in.Input, Client: s.clientName(ctx)})
+			run, err := rs.Launch(ctx, runs.LaunchParams{Target: in.Target, Input: in.Input, Trigger: store.Trigger{Kind: "mcp"}})
 			if err != nil {
 				return nil, err
 			}
@@ -126,52 +126,68 @@ func (s *Server) launchRunTool() server.ServerTool {
 			if wait <= 0 {
 				return run, nil
 			}
-			waitCtx, cancel := waitContext(ctx)
+			waitCtx, cancel := transport.WaitContext(ctx)
 			defer cancel()
-			return s.awaitRun(waitCtx, c, run, wait)
+			return s.awaitRun(waitCtx, c, rs, run, wait)
 		}))
 }
 
-// awaitRun follows a run's journal until the run settles or parks, or
-// wait passes, sending a progress notification per batch of records, and
-// returns the run as it is then. The caller's cancellation ends the wait
-// early without failing the call: the run is returned as it is.
-func (s *Server) awaitRun(ctx context.Context, c *call, run *Run, wait time.Duration) (*Run, error) {
-	rs := s.p.Runs
+// awaitRun follows a run until it settles or parks, or wait passes,
+// sending a progress notification per batch of journal records and per
+// status change, and returns the run as it is then. The caller's
+// cancellation ends the wait early without failing the call: the run is
+// returned as it is.
+//
+// It polls the journal and the run (followRun); a follow primitive of the
+// engine can replace followRun alone.
+func (s *Server) awaitRun(ctx context.Context, c *call, rs runEngine, run *runs.Run, wait time.Duration) (*runs.Run, error) {
+	c.Progress(ctx, 0, fmt.Sprintf("run %s %s", run.ID, run.Status))
+	seen := 0
+	latest, err := followRun(ctx, rs, run, wait, func(records int, r *runs.Run) {
+		if records > 0 {
+			seen += records
+			c.Progress(ctx, 0, fmt.Sprintf("run %s: %d output records", run.ID, seen))
+		}
+		if r.Status != run.Status {
+			c.Progress(ctx, 0, fmt.Sprintf("run %s %s", run.ID, r.Status))
+		}
+		run = r
+	})
+	if err != nil && ctx.Err() != nil {
+		return run, nil
+	}
+	return latest, err
+}
+
+// parkedOrSettled reports whether a wait for run is over.
+func parkedOrSettled(r *runs.Run) bool {
+	return r.Status.Settled() || r.Status == store.RunWaiting && r.Question != nil
+}
+
+// followRun reads run's journal and record until the run settles or parks
+// or wait passes, calling onBatch with the number of new records and the
+// run as it is after each read, and returns the run as last read.
+func followRun(ctx context.Context, rs runEngine, run *runs.Run, wait time.Duration, onBatch func(records int, r *runs.Run)) (*runs.Run, error) {
 	deadline := time.Now().Add(wait)
 	cursor := ""
-	seen := 0
-	c.Progress(ctx, 0, fmt.Sprintf("run %s %s", run.ID, run.Status))
 	for {
-		if run.Settled() || run.Status == "waiting" && run.Question != nil {
+		if parkedOrSettled(run) {
 			return run, nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 || ctx.Err() != nil {
 			return run, nil
 		}
-		page, err := rs.ReadOutput(ctx, ReadOutputParams{RunID: run.ID, Cursor: cursor, Limit: maxOutputPage, Wait: min(left, time.Second)})
+		page, err := rs.ReadOutput(ctx, run.ID, runs.ReadParams{Cursor: cursor, Limit: maxOutputPage, Wait: min(left, time.Second)})
 		if err != nil {
-			if ctx.Err() != nil {
-				return run, nil
-			}
-			return nil, err
+			return run, err
 		}
-		cursor = page.NextCursor
-		if n := len(page.Records); n > 0 {
-			seen += n
-			c.Progress(ctx, 0, fmt.Sprintf("run %s: %d output records", run.ID, seen))
-		}
+		cursor = page.Cursor
 		latest, err := rs.Get(ctx, run.ID)
 		if err != nil {
-			if ctx.Err() != nil {
-				return run, nil
-			}
-			return nil, err
+			return run, err
 		}
-		if latest.Status != run.Status {
-			c.Progress(ctx, 0, fmt.Sprintf("run %s %s", run.ID, latest.Status))
-		}
+		onBatch(len(page.Records), latest)
 		run = latest
 	}
 }
@@ -184,14 +200,11 @@ func (s *Server) getRunTool() server.ServerTool {
 	return newTool("get_run", "Get a run",
 		"Return one run: its status (queued, running, waiting, succeeded, failed, cancelled), input, result or error, the question it waits on, its steps and timestamps.",
 		object([]string{"run_id"}, obj{"run_id": idArg("The run's id, as launch_run or list_runs returned it.")}),
-		runSchema(),
+		outputSchema[runs.Run](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in runIDIn) (*Run, error) {
-			rs, err := s.runs()
+		handler(func(ctx context.Context, _ *call, in runIDIn) (*runs.Run, error) {
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
 				return nil, err
 			}
 			return rs.Get(ctx, in.RunID)
@@ -214,9 +227,9 @@ func (s *Server) listRunsTool() server.ServerTool {
 			"limit":  integer("Most runs to return (default 20).", 1, maxRunsPage),
 			"cursor": cursorArg(),
 		}),
-		outObject([]string{"runs"}, obj{"runs": outArray(runSchema()), "next_cursor": outString}),
+		outputSchema[runPage](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in listRunsIn) (*RunPage, error) {
+		handler(func(ctx context.Context, _ *call, in listRunsIn) (*runPage, error) {
 			rs, err := s.runs()
 			if err != nil {
 				return nil, err
@@ -229,14 +242,18 @@ func (s *Server) listRunsTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 20
 			}
-			page, err := rs.List(ctx, ListRunsParams{Status: in.Status, Target: in.Target, Limit: in.Limit, Cursor: in.Cursor})
+			lp := runs.ListParams{Target: in.Target, Limit: in.Limit, Cursor: in.Cursor}
+			if in.Status != "" {
+				lp.Status = []store.RunStatus{store.RunStatus(in.Status)}
+			}
+			list, next, err := rs.List(ctx, lp)
 			if err != nil {
 				return nil, err
 			}
-			if page.Runs == nil {
-				page.Runs = []*Run{}
+			if list == nil {
+				list = []*runs.Run{}
 			}
-			return page, nil
+			return &runPage{Runs: list, NextCursor: next}, nil
 		}))
 }
 
@@ -257,17 +274,11 @@ func (s *Server) readRunOutputTool() server.ServerTool {
 			"wait_seconds": waitArg("for a new record when none is there yet"),
 			"limit":        integer("Most records to return (default 200).", 1, maxOutputPage),
 		}),
-		outObject([]string{"run_id", "records", "next_cursor", "done"}, obj{
-			"run_id": outString, "records": outArray(outAnyObj), "next_cursor": outString, "done": outBool, "status": outString,
-			"owner_gone": outInt,
-		}),
+		outputSchema[outputPage](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in readOutputIn) (*OutputPage, error) {
-			rs, err := s.runs()
+		handler(func(ctx context.Context, _ *call, in readOutputIn) (*outputPage, error) {
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
 				return nil, err
 			}
 			wait, err := waitDuration("wait_seconds", in.WaitSeconds)
@@ -277,19 +288,16 @@ func (s *Server) readRunOutputTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 200
 			}
-			waitCtx, cancel := waitContext(ctx)
+			waitCtx, cancel := transport.WaitContext(ctx)
 			defer cancel()
-			page, err := rs.ReadOutput(waitCtx, ReadOutputParams{RunID: in.RunID, Cursor: in.Cursor, Limit: in.Limit, Wait: wait})
+			out, err := rs.ReadOutput(waitCtx, in.RunID, runs.ReadParams{Cursor: in.Cursor, Limit: in.Limit, Wait: wait})
 			if err != nil {
 				if errors.Is(err, context.Canceled) && waitCtx.Err() != nil {
 					return nil, fmt.Errorf("read output of run %s: the call was cancelled: %w", in.RunID, context.Cause(waitCtx))
 				}
 				return nil, err
 			}
-			if page.Records == nil {
-				page.Records = []json.RawMessage{}
-			}
-			return page, nil
+			return newOutputPage(out), nil
 		}))
 }
 
@@ -305,17 +313,14 @@ func (s *Server) answerRunTool() server.ServerTool {
 			"run_id": idArg("The waiting run's id."),
 			"answer": str("The answer: one of the question's choices when it has some.", maxAnswerLen),
 		}),
-		runSchema(),
+		outputSchema[runs.Run](),
 		hints{destructive: true, openWorld: true},
-		handler(func(ctx context.Context, _ *call, in answerIn) (*Run, error) {
-			rs, err := s.runs()
+		handler(func(ctx context.Context, _ *call, in answerIn) (*runs.Run, error) {
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
 				return nil, err
 			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
-				return nil, err
-			}
-			run, err := rs.Answer(ctx, in.RunID, in.Answer)
+			run, err := rs.Answer(ctx, runs.AnswerParams{RunID: in.RunID, Answer: in.Answer})
 			if err == nil {
 				s.subs.poke()
 			}
@@ -327,14 +332,11 @@ func (s *Server) cancelRunTool() server.ServerTool {
 	return newTool("cancel_run", "Cancel a run",
 		"Cancel a run. A queued or waiting run is cancelled at once; a running one is stopped by the process executing it within about a second (its current step's processes are terminated), and the returned run shows cancel_requested until then. Settled runs cannot be cancelled.",
 		object([]string{"run_id"}, obj{"run_id": idArg("The run's id.")}),
-		runSchema(),
+		outputSchema[runs.Run](),
 		hints{destructive: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in runIDIn) (*Run, error) {
-			rs, err := s.runs()
+		handler(func(ctx context.Context, _ *call, in runIDIn) (*runs.Run, error) {
+			rs, err := s.runsFor(in.RunID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("run id", "run_id", in.RunID); err != nil {
 				return nil, err
 			}
 			run, err := rs.Cancel(ctx, in.RunID)
@@ -343,4 +345,13 @@ func (s *Server) cancelRunTool() server.ServerTool {
 			}
 			return run, err
 		}))
+}
+
+// runsFor is the run engine, for a call about the run id (validated).
+func (s *Server) runsFor(id string) (runEngine, error) {
+	rs, err := s.runs()
+	if err != nil {
+		return nil, err
+	}
+	return rs, validateID("run id", "run_id", id)
 }

@@ -5,14 +5,32 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cairnhq/cairn/sessions"
+	"github.com/cairnhq/cairn/store"
 	"github.com/mark3labs/mcp-go/server"
 )
 
-func (s *Server) sessions() (SessionService, error) {
+func (s *Server) sessions() (sessionManager, error) {
 	if s.p.Sessions == nil {
 		return nil, &unavailableError{"sessions"}
 	}
 	return s.p.Sessions, nil
+}
+
+// newSession is a session as agents see it.
+func newSession(m sessionManager, x *store.Session) *session {
+	if x == nil {
+		return nil
+	}
+	out := &session{
+		ID: x.ID, Title: x.Title, ParentID: x.ParentID, MessageCount: x.MessageCount,
+		Compactions: x.Summary.Compactions, CompactedAt: x.Summary.CompactedAt,
+		Revision: x.Revision, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt,
+	}
+	if x.Summary.Compactions > 0 {
+		out.MemoryFile = m.MemoryPath(x.ID)
+	}
+	return out
 }
 
 type pageIn struct {
@@ -27,9 +45,9 @@ func (s *Server) listSessionsTool() server.ServerTool {
 			"limit":  integer("Most sessions to return (default 20).", 1, maxSessionsPage),
 			"cursor": cursorArg(),
 		}),
-		outObject([]string{"sessions"}, obj{"sessions": outArray(sessionSchema()), "next_cursor": outString}),
+		outputSchema[sessionPage](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in pageIn) (*SessionPage, error) {
+		handler(func(ctx context.Context, _ *call, in pageIn) (*sessionPage, error) {
 			ss, err := s.sessions()
 			if err != nil {
 				return nil, err
@@ -37,14 +55,15 @@ func (s *Server) listSessionsTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 20
 			}
-			page, err := ss.List(ctx, in.Limit, in.Cursor)
+			page, err := ss.List(ctx, sessions.ListParams{Cursor: in.Cursor, Limit: in.Limit})
 			if err != nil {
 				return nil, err
 			}
-			if page.Sessions == nil {
-				page.Sessions = []*Session{}
+			out := &sessionPage{Sessions: make([]*session, 0, len(page.Sessions)), NextCursor: page.NextCursor}
+			for _, x := range page.Sessions {
+				out.Sessions = append(out.Sessions, newSession(ss, x))
 			}
-			return page, nil
+			return out, nil
 		}))
 }
 
@@ -62,27 +81,25 @@ func (s *Server) getSessionTool() server.ServerTool {
 			"cursor":     cursorArg(),
 			"limit":      integer("Most messages to return (default 50).", 1, maxSessionsPage),
 		}),
-		outObject([]string{"session", "messages"}, obj{"session": sessionSchema(), "messages": outArray(messageSchema()), "next_cursor": outString}),
+		outputSchema[sessionRead](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in getSessionIn) (*SessionRead, error) {
-			ss, err := s.sessions()
+		handler(func(ctx context.Context, _ *call, in getSessionIn) (*sessionRead, error) {
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
 				return nil, err
 			}
 			if in.Limit == 0 {
 				in.Limit = 50
 			}
-			page, err := ss.Read(ctx, in.SessionID, in.Cursor, in.Limit)
+			page, err := ss.Read(ctx, sessions.ReadParams{SessionID: in.SessionID, Cursor: in.Cursor, Limit: in.Limit})
 			if err != nil {
 				return nil, err
 			}
-			if page.Messages == nil {
-				page.Messages = []*Message{}
+			out := &sessionRead{Session: newSession(ss, page.Session), Messages: page.Messages, NextCursor: page.NextCursor}
+			if out.Messages == nil {
+				out.Messages = []*store.Message{}
 			}
-			return page, nil
+			return out, nil
 		}))
 }
 
@@ -92,7 +109,7 @@ type createSessionIn struct {
 }
 
 type createSessionOut struct {
-	Session *Session `json:"session"`
+	Session *session `json:"session"`
 	Created bool     `json:"created"`
 }
 
@@ -103,7 +120,7 @@ func (s *Server) createSessionTool() server.ServerTool {
 			"session_id": idArg("Id to give the session; omit for a generated one."),
 			"title":      str("A short title.", maxTitleLen),
 		}),
-		outObject([]string{"session", "created"}, obj{"session": sessionSchema(), "created": outBool}),
+		outputSchema[createSessionOut](),
 		hints{idempotent: true},
 		handler(func(ctx context.Context, _ *call, in createSessionIn) (*createSessionOut, error) {
 			ss, err := s.sessions()
@@ -115,11 +132,11 @@ func (s *Server) createSessionTool() server.ServerTool {
 					return nil, err
 				}
 			}
-			sess, created, err := ss.Create(ctx, CreateSessionParams{ID: in.SessionID, Title: in.Title})
+			sess, created, err := ss.Create(ctx, sessions.CreateParams{ID: in.SessionID, Title: in.Title})
 			if err != nil {
 				return nil, err
 			}
-			return &createSessionOut{Session: sess, Created: created}, nil
+			return &createSessionOut{Session: newSession(ss, sess), Created: created}, nil
 		}))
 }
 
@@ -142,7 +159,7 @@ type appendedMessage struct {
 }
 
 type appendOut struct {
-	Session  *Session          `json:"session"`
+	Session  *session          `json:"session"`
 	Appended []appendedMessage `json:"appended"`
 }
 
@@ -176,23 +193,17 @@ func (s *Server) appendSessionMessagesTool() server.ServerTool {
 				}),
 			},
 		}),
-		outObject([]string{"session", "appended"}, obj{
-			"session":  sessionSchema(),
-			"appended": outArray(outObject([]string{"id", "seq"}, obj{"id": outString, "seq": outInt})),
-		}),
+		outputSchema[appendOut](),
 		hints{},
 		handler(func(ctx context.Context, _ *call, in appendIn) (*appendOut, error) {
-			ss, err := s.sessions()
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
 				return nil, err
 			}
 			if len(in.Messages) == 0 || len(in.Messages) > maxMessages {
 				return nil, &argumentError{Name: "messages", Reason: fmt.Sprintf("give 1 to %d messages", maxMessages)}
 			}
-			msgs := make([]NewMessage, 0, len(in.Messages))
+			msgs := make([]sessions.MessageInput, 0, len(in.Messages))
 			for i, m := range in.Messages {
 				nm, err := newMessage(i, m)
 				if err != nil {
@@ -200,38 +211,38 @@ func (s *Server) appendSessionMessagesTool() server.ServerTool {
 				}
 				msgs = append(msgs, nm)
 			}
-			sess, added, err := ss.Append(ctx, in.SessionID, msgs)
+			res, err := ss.Append(ctx, in.SessionID, msgs)
 			if err != nil {
 				return nil, err
 			}
-			out := &appendOut{Session: sess, Appended: make([]appendedMessage, 0, len(added))}
-			for _, m := range added {
+			out := &appendOut{Session: newSession(ss, res.Session), Appended: make([]appendedMessage, 0, len(res.Messages))}
+			for _, m := range res.Messages {
 				out.Appended = append(out.Appended, appendedMessage{ID: m.ID, Seq: m.Seq})
 			}
 			return out, nil
 		}))
 }
 
-// newMessage turns one appended message argument into a NewMessage.
-func newMessage(i int, m messageIn) (NewMessage, error) {
+// newMessage turns one appended message argument into a message to append.
+func newMessage(i int, m messageIn) (sessions.MessageInput, error) {
 	arg := fmt.Sprintf("messages[%d]", i)
 	if m.ID != "" {
 		if err := validateID("message id", arg+".id", m.ID); err != nil {
-			return NewMessage{}, err
+			return sessions.MessageInput{}, err
 		}
 	}
 	hasParts := len(m.Parts) > 0 && string(m.Parts) != "null"
 	switch {
 	case m.Content != nil && hasParts:
-		return NewMessage{}, &argumentError{Name: arg, Reason: "give content or parts, not both"}
+		return sessions.MessageInput{}, &argumentError{Name: arg, Reason: "give content or parts, not both"}
 	case m.Content == nil && !hasParts:
-		return NewMessage{}, &argumentError{Name: arg, Reason: "give content (text) or parts"}
+		return sessions.MessageInput{}, &argumentError{Name: arg, Reason: "give content (text) or parts"}
 	}
 	parts := m.Parts
 	if m.Content != nil {
 		b, err := json.Marshal([]map[string]string{{"type": "text", "text": *m.Content}})
 		if err != nil {
-			return NewMessage{}, &argumentError{Name: arg + ".content", Reason: err.Error()}
+			return sessions.MessageInput{}, &argumentError{Name: arg + ".content", Reason: err.Error()}
 		}
 		parts = b
 	}
@@ -239,7 +250,7 @@ func newMessage(i int, m messageIn) (NewMessage, error) {
 	if string(meta) == "null" {
 		meta = nil
 	}
-	return NewMessage{ID: m.ID, Role: m.Role, Parts: parts, Metadata: meta}, nil
+	return sessions.MessageInput{ID: m.ID, Role: store.Role(m.Role), Parts: parts, Metadata: meta}, nil
 }
 
 type compactIn struct {
@@ -256,24 +267,25 @@ func (s *Server) compactSessionTool() server.ServerTool {
 			"summary":    obj{"type": "string", "description": "The summary of the messages being replaced.", "minLength": 1, "maxLength": maxSummaryLen},
 			"keep_last":  integer("How many of the newest messages to keep after the summary (default 4).", 0, maxKeepLast),
 		}),
-		outObject([]string{"session", "archive_id", "compacted"}, obj{
-			"session": sessionSchema(), "archive_id": outString, "compacted": outInt, "memory_file": outString,
-			"preview_truncated": outBool, "pruned_archives": outStrList, "warnings": outStrList,
-		}),
+		outputSchema[compaction](),
 		hints{destructive: true},
-		handler(func(ctx context.Context, _ *call, in compactIn) (*Compaction, error) {
-			ss, err := s.sessions()
+		handler(func(ctx context.Context, _ *call, in compactIn) (*compaction, error) {
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
 				return nil, err
 			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
+			res, err := ss.Compact(ctx, sessions.CompactParams{SessionID: in.SessionID, Summary: in.Summary, KeepLast: in.KeepLast})
+			if err != nil {
 				return nil, err
 			}
-			keep := -1
-			if in.KeepLast != nil {
-				keep = *in.KeepLast
+			out := &compaction{
+				Session: newSession(ss, res.Session), Compacted: res.Compacted, MemoryFile: res.MemoryPath,
+				Truncated: res.Truncated, Pruned: res.Pruned, Warnings: res.Warnings,
 			}
-			return ss.Compact(ctx, CompactParams{SessionID: in.SessionID, Summary: in.Summary, KeepLast: keep})
+			if res.Archive != nil {
+				out.ArchiveID = res.Archive.ID
+			}
+			return out, nil
 		}))
 }
 
@@ -290,14 +302,11 @@ func (s *Server) deleteSessionTool() server.ServerTool {
 	return newTool("delete_session", "Delete a session",
 		"Delete a session with all its messages, archives and memory file. This cannot be undone.",
 		object([]string{"session_id"}, obj{"session_id": idArg("The session's id.")}),
-		outObject([]string{"id", "deleted"}, obj{"id": outString, "deleted": outBool}),
+		outputSchema[deletedOut](),
 		hints{destructive: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in sessionIDIn) (*deletedOut, error) {
-			ss, err := s.sessions()
+			ss, err := s.sessionsFor(in.SessionID)
 			if err != nil {
-				return nil, err
-			}
-			if err := validateID("session id", "session_id", in.SessionID); err != nil {
 				return nil, err
 			}
 			if err := ss.Delete(ctx, in.SessionID); err != nil {
@@ -305,4 +314,14 @@ func (s *Server) deleteSessionTool() server.ServerTool {
 			}
 			return &deletedOut{ID: in.SessionID, Deleted: true}, nil
 		}))
+}
+
+// sessionsFor is the session manager, for a call about the session id
+// (validated).
+func (s *Server) sessionsFor(id string) (sessionManager, error) {
+	ss, err := s.sessions()
+	if err != nil {
+		return nil, err
+	}
+	return ss, validateID("session id", "session_id", id)
 }

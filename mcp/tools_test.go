@@ -13,6 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/cairnhq/cairn/mcp/mcptest"
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
 )
 
 var wantTools = []string{
@@ -103,6 +105,30 @@ func walkBounds(t *testing.T, where string, node map[string]any) {
 	}
 }
 
+// walkTyped checks that every node of an output schema says its type, and
+// that a free JSON value says what it holds.
+func walkTyped(t *testing.T, where string, node map[string]any) {
+	t.Helper()
+	typ, ok := node["type"]
+	if !ok {
+		t.Errorf("%s: no type: %v", where, node)
+	}
+	if list, ok := typ.([]any); ok && len(list) > 3 {
+		if d, _ := node["description"].(string); d == "" {
+			t.Errorf("%s: a free JSON value without a description", where)
+		}
+	}
+	props, _ := node["properties"].(map[string]any)
+	for k, v := range props {
+		if sub, ok := v.(map[string]any); ok {
+			walkTyped(t, where+"."+k, sub)
+		}
+	}
+	if items, ok := node["items"].(map[string]any); ok {
+		walkTyped(t, where+"[]", items)
+	}
+}
+
 func TestToolList(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{})
@@ -126,6 +152,14 @@ func TestToolList(t *testing.T) {
 			t.Errorf("%s: input schema type %v", name, in["type"])
 		}
 		walkBounds(t, name, in)
+		var out map[string]any
+		if err := json.Unmarshal(tl.OutputSchema, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out["type"] != "object" {
+			t.Errorf("%s: output schema type %v", name, out["type"])
+		}
+		walkTyped(t, name+".output", out)
 		for _, h := range []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
 			if _, ok := tl.Annotations[h].(bool); !ok {
 				t.Errorf("%s: annotation %s not set", name, h)
@@ -170,7 +204,7 @@ func TestInitialize(t *testing.T) {
 	if err := json.Unmarshal(m.Result, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.ServerInfo.Name != ServerName || res.Capabilities.Tools == nil || !res.Capabilities.Resources.Subscribe {
+	if res.ServerInfo.Name != serverName || res.Capabilities.Tools == nil || !res.Capabilities.Resources.Subscribe {
 		t.Errorf("initialize result %s", m.Result)
 	}
 	for _, w := range []string{"launch_run", "read_run_output", "answer_run", "worker"} {
@@ -222,23 +256,23 @@ func TestEveryTool(t *testing.T) {
 	}
 
 	call("list_targets", nil, nil)
-	var run Run
+	var run runs.Run
 	call("launch_run", map[string]any{"target": "noop", "input": map[string]any{"a": 1}}, &run)
 	if run.Status != "succeeded" || string(run.Input) != `{"a":1}` {
 		t.Errorf("launch_run: %+v", run)
 	}
 	call("get_run", map[string]any{"run_id": run.ID}, nil)
-	var page RunPage
+	var page runPage
 	call("list_runs", map[string]any{"status": "succeeded", "limit": 5}, &page)
 	if len(page.Runs) != 1 || page.Runs[0].ID != run.ID {
 		t.Errorf("list_runs: %+v", page)
 	}
-	var out OutputPage
+	var out outputPage
 	call("read_run_output", map[string]any{"run_id": run.ID}, &out)
 	if !out.Done || len(out.Records) != 2 {
 		t.Errorf("read_run_output: %+v", out)
 	}
-	var asked Run
+	var asked runs.Run
 	call("launch_run", map[string]any{"target": "ask"}, &asked)
 	if asked.Status != "waiting" || asked.Question == nil {
 		t.Fatalf("ask run: %+v", asked)
@@ -250,7 +284,7 @@ func TestEveryTool(t *testing.T) {
 	if msg := f.fails("answer_run", map[string]any{"run_id": asked.ID, "answer": "yes"}); !strings.Contains(msg, "not waiting") {
 		t.Errorf("second answer: %q", msg)
 	}
-	var steps Run
+	var steps runs.Run
 	call("launch_run", map[string]any{"target": "steps"}, &steps)
 	call("cancel_run", map[string]any{"run_id": steps.ID}, &steps)
 	if steps.Status != "cancelled" {
@@ -274,15 +308,15 @@ func TestEveryTool(t *testing.T) {
 	if len(mine.Automations) != 1 || len(all.Automations) != 2 || mine.Owner != "mcp:Claude-Code" {
 		t.Errorf("list_automations: mine %d (owner %s), all %d", len(mine.Automations), mine.Owner, len(all.Automations))
 	}
-	var upd Automation
-	call("update_automation", map[string]any{"id": created.Automation.ID, "enabled": false, "note": "holiday"}, &upd)
-	if upd.Enabled || upd.Note != "holiday" {
-		t.Errorf("update_automation: %+v", upd)
-	}
-	var fired Fire
+	var fired fire
 	call("trigger_automation", map[string]any{"id": created.Automation.ID}, &fired)
 	if fired.Run == nil || fired.Run.Target != "noop" || fired.Outcome != "queued" {
 		t.Errorf("trigger_automation: %+v", fired)
+	}
+	var upd automation
+	call("update_automation", map[string]any{"id": created.Automation.ID, "enabled": false, "note": "holiday"}, &upd)
+	if upd.Enabled || upd.Note != "holiday" {
+		t.Errorf("update_automation: %+v", upd)
 	}
 	call("delete_automation", map[string]any{"id": created.Automation.ID}, nil)
 	if msg := f.fails("create_automation", map[string]any{"key": "bad", "target": "noop", "cron": "bad"}); !strings.Contains(msg, "cron") {
@@ -308,7 +342,7 @@ func TestEveryTool(t *testing.T) {
 	if len(ap.Appended) != 7 || ap.Session.MessageCount != 7 {
 		t.Errorf("append: %+v", ap)
 	}
-	var sp SessionRead
+	var sp sessionRead
 	call("get_session", map[string]any{"session_id": "s1", "limit": 3}, &sp)
 	if len(sp.Messages) != 3 || !bytes.Contains(sp.Messages[0].Parts, []byte(`"text":"m0"`)) {
 		t.Errorf("get_session: %+v", sp)
@@ -341,24 +375,21 @@ func TestLaunchWaitProgress(t *testing.T) {
 	if _, err := f.client.WaitFor(f.ctx(), isProgress); err != nil {
 		t.Fatal(err)
 	}
-	var id string
-	f.runs.mu.Lock()
-	id = f.runs.order[0]
-	f.runs.mu.Unlock()
+	id := f.runs.first()
 	f.runs.emit(id, "hello")
 	if _, err := f.client.WaitFor(f.ctx(), func(m mcptest.Message) bool {
 		return isProgress(m) && bytes.Contains(m.Params, []byte("output records"))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	f.runs.settle(id, "succeeded")
+	f.runs.settle(id, store.RunSucceeded)
 	m, err := mcptest.Await(f.ctx(), ch)
 	if err != nil || m.Error != nil {
 		t.Fatal(err, m.Raw)
 	}
 	var r mcptest.ToolResult
 	_ = json.Unmarshal(m.Result, &r)
-	var run Run
+	var run runs.Run
 	_ = json.Unmarshal(r.StructuredContent, &run)
 	if run.Status != "succeeded" {
 		t.Errorf("launch_run waited and returned %s", r.StructuredContent)
@@ -375,15 +406,15 @@ func TestLaunchWaitProgress(t *testing.T) {
 func TestReadOutputCursor(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{})
-	var run Run
+	var run runs.Run
 	f.ok("launch_run", map[string]any{"target": "steps"}, &run)
 	for i := range 5 {
 		f.runs.emit(run.ID, fmt.Sprintf("line %d", i))
 	}
-	var got []json.RawMessage
+	var got []runs.Record
 	cursor := ""
 	for {
-		var page OutputPage
+		var page outputPage
 		f.ok("read_run_output", map[string]any{"run_id": run.ID, "cursor": cursor, "limit": 2}, &page)
 		got = append(got, page.Records...)
 		if len(page.Records) == 0 {
@@ -399,14 +430,14 @@ func TestReadOutputCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.runs.settle(run.ID, "failed")
+	f.runs.settle(run.ID, store.RunFailed)
 	m, err := mcptest.Await(f.ctx(), ch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var r mcptest.ToolResult
 	_ = json.Unmarshal(m.Result, &r)
-	var page OutputPage
+	var page outputPage
 	_ = json.Unmarshal(r.StructuredContent, &page)
 	if !page.Done || len(page.Records) != 1 || page.Status != "failed" {
 		t.Errorf("long poll: %s", r.StructuredContent)
@@ -419,14 +450,14 @@ func TestReadOutputCursor(t *testing.T) {
 func TestResourceSubscription(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{})
-	var run Run
+	var run runs.Run
 	f.ok("launch_run", map[string]any{"target": "steps"}, &run)
-	for _, uri := range []string{RunURI(run.ID), RunOutputURI(run.ID)} {
+	for _, uri := range []string{runURI(run.ID), runOutputURI(run.ID)} {
 		if m, err := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": uri}); err != nil || m.Error != nil {
 			t.Fatalf("subscribe %s: %v %s", uri, err, m.Raw)
 		}
 	}
-	if m, _ := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": RunURI("run_missing")}); m.Error == nil {
+	if m, _ := f.client.Call(f.ctx(), "resources/subscribe", map[string]any{"uri": runURI("run_missing")}); m.Error == nil {
 		t.Errorf("subscribe to a missing run: %s", m.Raw)
 	}
 	updated := func(uri string) func(mcptest.Message) bool {
@@ -435,17 +466,17 @@ func TestResourceSubscription(t *testing.T) {
 		}
 	}
 	f.runs.emit(run.ID, "changed elsewhere")
-	for _, uri := range []string{RunURI(run.ID), RunOutputURI(run.ID)} {
+	for _, uri := range []string{runURI(run.ID), runOutputURI(run.ID)} {
 		if _, err := f.client.WaitFor(f.ctx(), updated(uri)); err != nil {
 			t.Fatalf("no update for %s: %v", uri, err)
 		}
 	}
 	// Reading the resources.
-	m, err := f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": RunURI(run.ID)})
+	m, err := f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": runURI(run.ID)})
 	if err != nil || m.Error != nil || !bytes.Contains(m.Result, []byte(run.ID)) {
 		t.Fatalf("read run: %v %s", err, m.Raw)
 	}
-	m, err = f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": RunOutputURI(run.ID)})
+	m, err = f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": runOutputURI(run.ID)})
 	if err != nil || m.Error != nil || !bytes.Contains(m.Result, []byte("changed elsewhere")) {
 		t.Fatalf("read output: %v %s", err, m.Raw)
 	}
@@ -454,19 +485,19 @@ func TestResourceSubscription(t *testing.T) {
 		t.Fatalf("templates: %v %s", err, m.Raw)
 	}
 	// After unsubscribing from the record, only output updates come.
-	if m, err := f.client.Call(f.ctx(), "resources/unsubscribe", map[string]any{"uri": RunURI(run.ID)}); err != nil || m.Error != nil {
+	if m, err := f.client.Call(f.ctx(), "resources/unsubscribe", map[string]any{"uri": runURI(run.ID)}); err != nil || m.Error != nil {
 		t.Fatal(err, m.Raw)
 	}
 	before := len(f.client.Messages())
-	f.runs.settle(run.ID, "succeeded")
+	f.runs.settle(run.ID, store.RunSucceeded)
 	last, err := f.client.WaitFor(f.ctx(), func(m mcptest.Message) bool {
-		return m.Index >= before && updated(RunOutputURI(run.ID))(m)
+		return m.Index >= before && updated(runOutputURI(run.ID))(m)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range f.client.Messages()[before:] {
-		if updated(RunURI(run.ID))(m) && m.Index <= last.Index {
+		if updated(runURI(run.ID))(m) && m.Index <= last.Index {
 			t.Errorf("update after unsubscribe: %s", m.Raw)
 		}
 	}
@@ -483,14 +514,14 @@ func TestSanitizeName(t *testing.T) {
 		"a..b":                       "a.b",
 		"vscode (insiders)":          "vscode-insiders",
 		strings.Repeat("é", 10):      "unknown",
-		strings.Repeat("a", 300):     strings.Repeat("a", maxOwnerLen-len(OwnerPrefix)-1),
+		strings.Repeat("a", 300):     strings.Repeat("a", maxOwnerLen-len(ownerPrefix)-1),
 		"mcp-client@2025 — beta-ish": "mcp-client-2025-beta-ish",
 	}
 	for in, want := range cases {
 		if got := sanitizeName(in); got != want {
 			t.Errorf("sanitizeName(%q) = %q, want %q", in, got, want)
 		}
-		if err := validateID("owner", "owner", OwnerPrefix+sanitizeName(in)); err != nil {
+		if err := validateID("owner", "owner", ownerPrefix+sanitizeName(in)); err != nil {
 			t.Errorf("owner for %q is not a valid id: %v", in, err)
 		}
 	}
@@ -543,27 +574,37 @@ func callRequest(name string, args map[string]any) mcpgo.CallToolRequest {
 // subscribed run once it settled and stayed unchanged.
 func TestSettledRunsLeftAlone(t *testing.T) {
 	t.Parallel()
-	runs := newFakeRuns()
-	srv := New(Params{Runs: runs})
-	run, err := runs.Launch(context.Background(), LaunchParams{Target: "noop"}) // settled at once
+	eng := newFakeEngine(nil)
+	srv := New(Params{Runs: eng, RunStore: eng})
+	run, err := eng.Launch(context.Background(), runs.LaunchParams{Target: "noop"}) // settled at once
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess := &stdioSession{notifications: make(chan mcpgo.JSONRPCNotification, 10)}
-	srv.subs.add(sess, RunURI(run.ID))
+	sess := testSession{}
+	srv.subs.add(sess, runURI(run.ID))
 	for range settledChecks + 1 {
 		srv.subs.check(context.Background())
 	}
-	runs.mu.Lock()
-	before := runs.versions
-	runs.mu.Unlock()
+	eng.mu.Lock()
+	before := eng.versions
+	eng.mu.Unlock()
 	for range 5 {
 		srv.subs.check(context.Background())
 	}
-	runs.mu.Lock()
-	after := runs.versions
-	runs.mu.Unlock()
+	eng.mu.Lock()
+	after := eng.versions
+	eng.mu.Unlock()
 	if after != before {
 		t.Errorf("a settled, unchanged run was polled %d more times", after-before)
 	}
 }
+
+// testSession is a client session that only has an id.
+type testSession struct{}
+
+func (testSession) SessionID() string { return "test" }
+func (testSession) NotificationChannel() chan<- mcpgo.JSONRPCNotification {
+	return make(chan mcpgo.JSONRPCNotification, 10)
+}
+func (testSession) Initialize()       {}
+func (testSession) Initialized() bool { return true }

@@ -252,12 +252,7 @@ func (c *Client) Messages() []Message {
 // WaitFor waits until a received message (any, from the start) satisfies
 // match, and returns the first one that does.
 func (c *Client) WaitFor(ctx context.Context, match func(Message) bool) (Message, error) {
-	stop := context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	})
-	defer stop()
+	defer c.wakeOnDone(ctx)()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := 0
@@ -277,15 +272,20 @@ func (c *Client) WaitFor(ctx context.Context, match func(Message) bool) (Message
 	}
 }
 
-// Wait blocks until the server's output ends and returns why (io.EOF for
-// a clean end).
-func (c *Client) Wait(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
+// wakeOnDone wakes the waiters on c.cond when ctx ends; the function it
+// returns stops that.
+func (c *Client) wakeOnDone(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, func() {
 		c.mu.Lock()
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	})
-	defer stop()
+}
+
+// Wait blocks until the server's output ends and returns why (io.EOF for
+// a clean end).
+func (c *Client) Wait(ctx context.Context) error {
+	defer c.wakeOnDone(ctx)()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for !c.closed {

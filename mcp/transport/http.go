@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type HTTPOptions struct {
 	Token string
 }
 
-// HTTPHandler serves MCP over streamable HTTP at /mcp. It refuses
+// NewHandler serves MCP over streamable HTTP at /mcp. It refuses
 // requests whose Origin header names anything but a loopback host (a web
 // page must not drive a local server), requests arriving on a loopback
 // address with a foreign Host header (DNS rebinding), requests without the
@@ -36,8 +36,8 @@ type HTTPOptions struct {
 // progress notification could leave on another stream after its call's
 // response.) A GET opens the session's stream for notifications not tied
 // to a call (notifications/resources/updated); DELETE ends the session.
-func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
-	return &httpTransport{srv: s, token: []byte(o.Token), sessions: map[string]*httpSession{}}
+func NewHandler(cfg Config, o HTTPOptions) http.Handler {
+	return &httpTransport{srv: newEndpoint(cfg), token: []byte(o.Token), sessions: map[string]*httpSession{}}
 }
 
 // loopbackOrigin reports whether an Origin header names a loopback host.
@@ -96,7 +96,7 @@ func ResolveListenAddr(p ListenParams) (string, error) {
 
 // ServeHTTP serves MCP over streamable HTTP until ctx ends, then shuts the
 // listener down, giving open requests a few seconds to finish.
-func (s *Server) ServeHTTP(ctx context.Context, p ListenParams) error {
+func ServeHTTP(ctx context.Context, cfg Config, p ListenParams) error {
 	addr, err := ResolveListenAddr(p)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (s *Server) ServeHTTP(ctx context.Context, p ListenParams) error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	hs := &http.Server{
-		Handler:           s.HTTPHandler(p.HTTPOptions),
+		Handler:           NewHandler(cfg, p.HTTPOptions),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"context"
@@ -7,16 +7,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
-
-// notifierKey carries a request's own orderedNotifier (an HTTP POST's
-// response stream).
-type notifierKey struct{}
-
-// orderedNotifier is a session that can queue a notification in order with
-// the responses of the goroutine that sends it (our stdio session).
-type orderedNotifier interface {
-	sendNotification(ctx context.Context, n mcpgo.JSONRPCNotification) error
-}
 
 // stdioSession is the one client of a stdio connection.
 type stdioSession struct {

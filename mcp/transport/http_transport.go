@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"bytes"
@@ -28,9 +28,9 @@ const (
 	httpHeartbeatEvery = 30 * time.Second
 )
 
-// httpTransport is the streamable HTTP transport (see HTTPHandler).
+// httpTransport is the streamable HTTP transport (see NewHandler).
 type httpTransport struct {
-	srv   *Server
+	srv   *endpoint
 	token []byte
 
 	mu       sync.Mutex
@@ -186,30 +186,22 @@ func (t *httpTransport) post(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, mcpgo.INVALID_REQUEST, fmt.Sprintf("message exceeds the %s limit; send less data per call", humanBytes(MaxMessageBytes)))
+			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, mcpgo.INVALID_REQUEST, oversizeText(0))
 			return
 		}
 		writeJSONRPCError(w, http.StatusBadRequest, nil, mcpgo.PARSE_ERROR, "read request body: "+err.Error())
 		return
 	}
 	body = bytes.TrimSpace(body)
-	var head struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
+	head, code, text := parseHead(body, "body")
+	if code == 0 && head.hasID() && !validID(head.ID) {
+		code, text = mcpgo.INVALID_REQUEST, badIDText
 	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		if json.Valid(body) {
-			writeJSONRPCError(w, http.StatusBadRequest, nil, mcpgo.INVALID_REQUEST, "Invalid Request: a message must be one JSON object (batches are not supported)")
-			return
-		}
-		writeJSONRPCError(w, http.StatusBadRequest, nil, mcpgo.PARSE_ERROR, "Parse error: the body is not valid JSON: "+jsonErrorText(err))
+	if code != 0 {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, code, text)
 		return
 	}
-	hasID := len(head.ID) > 0 && !bytes.Equal(head.ID, []byte("null"))
-	if hasID && !validID(head.ID) {
-		writeJSONRPCError(w, http.StatusBadRequest, nil, mcpgo.INVALID_REQUEST, "Invalid Request: id must be a string or a number")
-		return
-	}
+	hasID := head.hasID()
 
 	var sess *httpSession
 	if head.Method != nil && *head.Method == string(mcpgo.MethodInitialize) {
@@ -233,7 +225,7 @@ func (t *httpTransport) post(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := sess.inFlight.Add(1); n > int64(t.srv.maxInFlight) {
 		sess.inFlight.Add(-1)
-		writeJSONRPCError(w, http.StatusOK, head.ID, mcpgo.INTERNAL_ERROR, fmt.Sprintf("server busy: %d requests are in flight; wait for one to finish and retry", t.srv.maxInFlight))
+		writeJSONRPCError(w, http.StatusOK, head.ID, mcpgo.INTERNAL_ERROR, busyText(t.srv.maxInFlight))
 		return
 	}
 	defer sess.inFlight.Add(-1)

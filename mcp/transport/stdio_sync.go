@@ -1,0 +1,141 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// reqState is what a request's goroutine learns while its handler runs.
+type reqState struct {
+	notified atomic.Bool // it sent a notification (progress)
+}
+
+type reqStateKey struct{}
+
+// sendNotification queues a notification in order with everything this
+// goroutine queued before and after it. It is how progress is sent.
+func (c *stdioConn) sendNotification(ctx context.Context, n mcpgo.JSONRPCNotification) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encode notification %s: %w", n.Method, err)
+	}
+	select {
+	case c.queue <- outMsg{b: b}:
+		if rs, ok := ctx.Value(reqStateKey{}).(*reqState); ok {
+			rs.notified.Store(true)
+		}
+		return nil
+	case <-c.dead:
+		return errConnClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flushNotifications returns once every notification that was in mcp-go's
+// session channel when it was called has been queued for writing.
+func (c *stdioConn) flushNotifications() {
+	done := make(chan struct{})
+	select {
+	case c.barrier <- done:
+		<-done
+	case <-c.fwdDone:
+	}
+}
+
+// MaxMissedPings is how many sync pings in a row a client may let time
+// out (Config.SyncTimeout) before syncing is off for the rest of the
+// connection.
+const MaxMissedPings = 2
+
+// syncClient makes sure the client has processed every notification
+// queued so far before the caller writes a response. Order on the wire is
+// not enough for every client: the official TypeScript SDK handles
+// notifications in a later microtask but responses at once, so a progress
+// notification read in the same chunk as its call's response is reported
+// as having an "unknown token". syncClient sends a ping request (which
+// every MCP peer must answer) behind the notifications and waits for the
+// answer: a client answers it only after it handled what came before.
+func (c *stdioConn) syncClient(ctx context.Context) {
+	if c.syncMissed.Load() >= MaxMissedPings {
+		return
+	}
+	c.syncMu.Lock()
+	c.syncSeq++
+	id := fmt.Sprintf(`"cairn-sync-%d"`, c.syncSeq)
+	ch := make(chan struct{})
+	c.syncPending[id] = ch
+	c.syncMu.Unlock()
+	defer func() {
+		c.syncMu.Lock()
+		delete(c.syncPending, id)
+		c.syncMu.Unlock()
+	}()
+	c.enqueue([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`))
+	t := time.NewTimer(c.srv.syncTimeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		c.syncMissed.Store(0)
+	case <-t.C:
+		if c.syncMissed.Add(1) == MaxMissedPings {
+			c.srv.log.Warn("mcp: the client does not answer ping requests; progress notifications may reach it after responses")
+		}
+	case <-ctx.Done(): // the client is gone
+	case <-c.dead:
+	}
+}
+
+// syncAnswered delivers the answer to a sync ping.
+func (c *stdioConn) syncAnswered(id json.RawMessage) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if ch, ok := c.syncPending[string(id)]; ok {
+		close(ch)
+		delete(c.syncPending, string(id))
+	}
+}
+
+// forwardLoop moves notifications from the session channel (where mcp-go's
+// SendNotificationToClient puts them) into the write queue, and serves
+// flush barriers.
+func (c *stdioConn) forwardLoop() {
+	defer close(c.fwdDone)
+	ch := c.session.notifications
+	forward := func(n mcpgo.JSONRPCNotification) {
+		b, err := json.Marshal(n)
+		if err != nil {
+			c.srv.log.Error("mcp: encode notification", "method", n.Method, "err", err)
+			return
+		}
+		c.enqueue(b)
+		c.forwarded.Add(1)
+	}
+	drain := func() {
+		for {
+			select {
+			case n := <-ch:
+				forward(n)
+			default:
+				return
+			}
+		}
+	}
+	for {
+		select {
+		case n := <-ch:
+			forward(n)
+		case done := <-c.barrier:
+			drain()
+			close(done)
+		case <-c.fwdStop:
+			drain()
+			return
+		}
+	}
+}
