@@ -56,6 +56,10 @@ func (t fakeTargets) Target(name string) (*workflows.Workflow, error) {
 
 func (t fakeTargets) List() (map[string]*workflows.Workflow, []error) { return t, nil }
 
+// Snapshot is for preparing runs, which the MCP adapter leaves to the
+// engine.
+func (t fakeTargets) Snapshot() *runs.Workflows { panic("the MCP adapter does not prepare runs") }
+
 func (f *fakeEngine) Targets() runs.Targets {
 	return fakeTargets{
 		"noop":  {Name: "noop", Description: "does nothing"},

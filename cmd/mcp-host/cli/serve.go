@@ -16,6 +16,7 @@ import (
 	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/transport"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -78,9 +79,9 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 		}
 		token = t
 	}
-	listen := mcp.ListenParams{Addr: o.http, AllowRemote: o.allowRemote, HTTPOptions: mcp.HTTPOptions{Token: token}}
+	listen := transport.ListenParams{Addr: o.http, AllowRemote: o.allowRemote, HTTPOptions: transport.HTTPOptions{Token: token}}
 	if o.http != "" {
-		if _, err := mcp.ResolveListenAddr(listen); err != nil {
+		if _, err := transport.ResolveListenAddr(listen); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -98,7 +99,7 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	var serveErr error
 	if o.http != "" {
 		listen.Ready = func(addr net.Addr) {
-			fmt.Fprintf(e.stdio.Err, "mcp-host: serving MCP at http://%s%s for %s\n", addr, mcp.HTTPPath, h.Workspace.Root)
+			fmt.Fprintf(e.stdio.Err, "mcp-host: serving MCP at http://%s%s for %s\n", addr, transport.HTTPPath, h.Workspace.Root)
 		}
 		serveErr = h.srv.ServeHTTP(ctx, listen)
 	} else {
@@ -106,7 +107,7 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 		if f, ok := out.(*os.File); ok && f.Fd() == 1 {
 			// stdout carries the protocol only: the transport writes to a
 			// duplicate of fd 1, and fd 1 now points at stderr.
-			proto, err := mcp.RedirectStdout()
+			proto, err := transport.RedirectStdout()
 			if err != nil {
 				return err
 			}
@@ -159,9 +160,10 @@ func (e *env) openHost(ctx context.Context) (*mcpHost, error) {
 	}
 	srv = mcp.New(mcp.Params{
 		Version:     version(),
-		Runs:        mcp.RunsService(mcp.RunsParams{Engine: h.Runs, Store: h.Store}),
-		Sessions:    mcp.SessionsService(h.Sessions),
-		Automations: mcp.AutomationsService(h.Automations),
+		Runs:        h.Runs,
+		RunStore:    h.Store,
+		Sessions:    h.Sessions,
+		Automations: h.Automations,
 		Log:         e.log,
 	})
 	return &mcpHost{Host: h, srv: srv}, nil
