@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/cairn/runs"
 )
 
 // TestSessionsAdapter drives the session tools through the real
@@ -86,6 +88,12 @@ func TestAutomationsAdapter(t *testing.T) {
 		t.Errorf("create with a glob leaving the workspace: %q", msg)
 	}
 	f.ok("create_automation", map[string]any{"key": "watch", "target": "noop", "files": []string{"src/**/*.go"}, "every": "30s", "owner": "session-7"}, nil)
+
+	var run runs.Run
+	f.ok("launch_run", map[string]any{"target": "noop"}, &run)
+	if run.Trigger.Kind != "mcp" || run.Trigger.Client != "Cursor" {
+		t.Errorf("launch_run trigger %+v, want kind mcp from client Cursor", run.Trigger)
+	}
 
 	var mine, all automationsOut
 	f.ok("list_automations", nil, &mine)

@@ -22,6 +22,7 @@ type runEngine interface {
 	Answer(ctx context.Context, p runs.AnswerParams) (*runs.Run, error)
 	Cancel(ctx context.Context, id string) (*runs.Run, error)
 	ReadOutput(ctx context.Context, id string, p runs.ReadParams) (*runs.Output, error)
+	Follow(ctx context.Context, id string, p runs.FollowParams) (*runs.Followed, error)
 	OutputSize(ctx context.Context, id string) (int64, error)
 }
 

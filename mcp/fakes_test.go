@@ -220,6 +220,37 @@ func (f *fakeEngine) Cancel(_ context.Context, id string) (*runs.Run, error) {
 	return f.copyLocked(r), nil
 }
 
+// Follow follows as the engine does, over the fake's ReadOutput and Get.
+func (f *fakeEngine) Follow(ctx context.Context, id string, p runs.FollowParams) (*runs.Followed, error) {
+	deadline := time.Now().Add(p.Wait)
+	cursor := p.Cursor
+	for {
+		r, err := f.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status.Settled() || r.Status == store.RunWaiting && r.Question != nil {
+			return &runs.Followed{Run: r, Cursor: cursor, Reached: true}, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &runs.Followed{Run: r, Cursor: cursor}, nil
+		}
+		page, err := f.ReadOutput(ctx, id, runs.ReadParams{Cursor: cursor, Wait: min(left, time.Second)})
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range page.Records {
+			if p.OnRecord != nil {
+				if err := p.OnRecord(rec); err != nil {
+					return nil, err
+				}
+			}
+		}
+		cursor = page.Cursor
+	}
+}
+
 func (f *fakeEngine) ReadOutput(ctx context.Context, id string, p runs.ReadParams) (*runs.Output, error) {
 	start := 0
 	if p.Cursor != "" {

@@ -118,7 +118,7 @@ func (s *Server) launchRunTool() server.ServerTool {
 			if len(in.Input) > 0 && string(in.Input) == "null" {
 				in.Input = nil
 			}
-			run, err := rs.Launch(ctx, runs.LaunchParams{Target: in.Target, Input: in.Input, Trigger: store.Trigger{Kind: "mcp"}})
+			run, err := rs.Launch(ctx, runs.LaunchParams{Target: in.Target, Input: in.Input, Trigger: store.Trigger{Kind: "mcp", Client: s.clientName(ctx)}})
 			if err != nil {
 				return nil, err
 			}
@@ -138,58 +138,45 @@ func (s *Server) launchRunTool() server.ServerTool {
 // cancellation ends the wait early without failing the call: the run is
 // returned as it is.
 //
-// It polls the journal and the run (followRun); a follow primitive of the
-// engine can replace followRun alone.
+// It follows with the engine's one follow loop (runs.Engine.Follow).
 func (s *Server) awaitRun(ctx context.Context, c *call, rs runEngine, run *runs.Run, wait time.Duration) (*runs.Run, error) {
 	c.Progress(ctx, 0, fmt.Sprintf("run %s %s", run.ID, run.Status))
-	seen := 0
-	latest, err := followRun(ctx, rs, run, wait, func(records int, r *runs.Run) {
-		if records > 0 {
-			seen += records
-			c.Progress(ctx, 0, fmt.Sprintf("run %s: %d output records", run.ID, seen))
-		}
-		if r.Status != run.Status {
-			c.Progress(ctx, 0, fmt.Sprintf("run %s %s", run.ID, r.Status))
-		}
-		run = r
-	})
-	if err != nil && ctx.Err() != nil {
+	if parkedOrSettled(run) {
 		return run, nil
 	}
-	return latest, err
+	seen, last := 0, time.Time{}
+	f, err := rs.Follow(ctx, run.ID, runs.FollowParams{
+		Until: runs.UntilSettledOrParked,
+		Wait:  wait,
+		OnRecord: func(rec runs.Record) error {
+			// The first record at once, then at most one notification
+			// per progressEvery, not one per record.
+			if seen++; time.Since(last) >= progressEvery {
+				last = time.Now()
+				c.Progress(ctx, 0, fmt.Sprintf("run %s: %d output records", run.ID, seen))
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return run, nil // the caller went away: no error to report
+		}
+		return run, err
+	}
+	if f.Run.Status != run.Status {
+		c.Progress(ctx, 0, fmt.Sprintf("run %s: %d output records, %s", run.ID, seen, f.Run.Status))
+	}
+	return f.Run, nil
 }
+
+// progressEvery spaces launch_run's progress notifications while output
+// streams in.
+const progressEvery = 250 * time.Millisecond
 
 // parkedOrSettled reports whether a wait for run is over.
 func parkedOrSettled(r *runs.Run) bool {
 	return r.Status.Settled() || r.Status == store.RunWaiting && r.Question != nil
-}
-
-// followRun reads run's journal and record until the run settles or parks
-// or wait passes, calling onBatch with the number of new records and the
-// run as it is after each read, and returns the run as last read.
-func followRun(ctx context.Context, rs runEngine, run *runs.Run, wait time.Duration, onBatch func(records int, r *runs.Run)) (*runs.Run, error) {
-	deadline := time.Now().Add(wait)
-	cursor := ""
-	for {
-		if parkedOrSettled(run) {
-			return run, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			return run, nil
-		}
-		page, err := rs.ReadOutput(ctx, run.ID, runs.ReadParams{Cursor: cursor, Limit: maxOutputPage, Wait: min(left, time.Second)})
-		if err != nil {
-			return run, err
-		}
-		cursor = page.Cursor
-		latest, err := rs.Get(ctx, run.ID)
-		if err != nil {
-			return run, err
-		}
-		onBatch(len(page.Records), latest)
-		run = latest
-	}
 }
 
 type runIDIn struct {

@@ -38,7 +38,8 @@ func (s RunStatus) Valid() bool {
 
 // Trigger says what launched a run.
 type Trigger struct {
-	Kind         string    `json:"kind"` // "manual", "automation", "mcp"
+	Kind         string    `json:"kind"`             // "manual", "automation", "mcp"
+	Client       string    `json:"client,omitempty"` // kind mcp: the MCP client's name
 	AutomationID string    `json:"automation_id,omitempty"`
 	Nominal      time.Time `json:"nominal,omitzero"` // the automation's planned time
 }

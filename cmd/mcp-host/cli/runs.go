@@ -131,6 +131,9 @@ func (e *env) printRun(r *runs.Run) {
 	}
 	row("status", status)
 	trig := r.Trigger.Kind
+	if r.Trigger.Client != "" {
+		trig += " (" + r.Trigger.Client + ")"
+	}
 	if r.Trigger.AutomationID != "" {
 		trig += " " + r.Trigger.AutomationID
 	}
