@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
@@ -45,10 +44,7 @@ func ConfigKey(workflow string, i int) string { return workflow + ":" + strconv.
 // idempotent or revision-checked store write.
 func Sync(ctx context.Context, p SyncParams) (SyncReport, error) {
 	rep := SyncReport{Created: []string{}, Updated: []string{}, Deleted: []string{}, Problems: []string{}}
-	now := time.Now()
-	if p.Clock != nil {
-		now = p.Clock.Now()
-	}
+	now := clock.OrReal(p.Clock).Now()
 	defs, errs := workflows.LoadDir(p.Dir)
 	broken := map[string]bool{} // source files whose automations are kept
 	for _, err := range errs {

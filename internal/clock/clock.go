@@ -28,6 +28,15 @@ type Timer interface {
 // Real is the wall clock.
 type Real struct{}
 
+// OrReal returns c, or the wall clock when c is nil, so that a config's
+// nil Clock means "real".
+func OrReal(c Clock) Clock {
+	if c == nil {
+		return Real{}
+	}
+	return c
+}
+
 func (Real) Now() time.Time { return time.Now() }
 
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }

@@ -53,3 +53,14 @@ func TestFakeTimerStopAndReset(t *testing.T) {
 		t.Fatal("reset timer did not fire")
 	}
 }
+
+func TestOrReal(t *testing.T) {
+	t.Parallel()
+	if _, ok := OrReal(nil).(Real); !ok {
+		t.Fatalf("OrReal(nil) = %T, want Real", OrReal(nil))
+	}
+	f := NewFake(time.Unix(0, 0))
+	if OrReal(f) != Clock(f) {
+		t.Fatal("OrReal(fake) is not the fake")
+	}
+}
