@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/workflows"
@@ -123,106 +120,6 @@ func TestCreateIsIdempotentOnOwnerAndKey(t *testing.T) {
 	}
 	if _, err := svc.Create(ctx, CreateParams{Owner: store.OwnerConfig, Spec: sp}); !errors.Is(err, ErrConfigOwned) {
 		t.Fatalf("create as config: %v", err)
-	}
-}
-
-func TestUpdateTakesTheEditLockAndChecksTheRevision(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	svc, _ := workflowService(t)
-	res, err := svc.Create(ctx, CreateParams{Owner: "cli", Spec: Spec{Key: "k", Target: "hello", Every: "1h"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := res.Automation
-	cron, tz := "30 2 * * *", "America/New_York"
-	got, err := svc.Update(ctx, UpdateParams{Ref: "k", Revision: 1, Cron: &cron, TZ: &tz})
-	if err != nil || got.Revision != 2 || got.Trigger.Kind != store.TriggerCron || got.Trigger.Every != "" || got.Trigger.TZ != tz {
-		t.Fatalf("update to cron: %+v, %v", got, err)
-	}
-	every := "45m"
-	if got, err := svc.Update(ctx, UpdateParams{Ref: a.ID, Every: &every}); err != nil || got.Trigger.Kind != store.TriggerInterval || got.Trigger.TZ != "" {
-		t.Fatalf("update to interval: %+v, %v", got, err)
-	}
-	if _, err := svc.Update(ctx, UpdateParams{Ref: "k", Revision: 1, Every: &every}); !errors.Is(err, store.ErrStale) {
-		t.Fatalf("stale revision: %v", err)
-	}
-	bad := "0 0 30 2 *"
-	if _, err := svc.Update(ctx, UpdateParams{Ref: "k", Cron: &bad}); !errors.Is(err, ErrInvalidSpec) {
-		t.Fatalf("bad cron: %v", err)
-	}
-	// Another process editing it: refused, naming the holder.
-	l, err := locks.TryLock(svc.LocksDir, "edit-"+a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = svc.Update(ctx, UpdateParams{Ref: "k", Every: &every})
-	var el *EditLockedError
-	if !errors.As(err, &el) || !errors.Is(err, locks.ErrHeld) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
-		t.Fatalf("update under a held edit lock: %v", err)
-	}
-	if _, err := svc.Delete(ctx, DeleteParams{Ref: "k"}); !errors.As(err, &el) {
-		t.Fatalf("delete under a held edit lock: %v", err)
-	}
-	l.Unlock()
-	if got, err := svc.Pause(ctx, "k", "on holiday"); err != nil || got.Enabled || got.Note != "on holiday" {
-		t.Fatalf("pause: %+v, %v", got, err)
-	}
-	if _, err := svc.Trigger(ctx, TriggerParams{Ref: "k"}); !errors.Is(err, store.ErrPaused) || !strings.Contains(err.Error(), "on holiday") {
-		t.Fatalf("trigger while paused: %v", err)
-	}
-	if got, err := svc.Resume(ctx, "k"); err != nil || !got.Enabled || got.Note != "" {
-		t.Fatalf("resume: %+v, %v", got, err)
-	}
-	if _, err := svc.Delete(ctx, DeleteParams{Ref: "k", Revision: 1}); !errors.Is(err, store.ErrStale) {
-		t.Fatalf("stale delete: %v", err)
-	}
-	if _, err := svc.Delete(ctx, DeleteParams{Ref: "k"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("get after delete: %v", err)
-	}
-}
-
-func TestRollTakesTheScheduleLock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	svc, _ := workflowService(t)
-	if _, err := svc.Create(ctx, CreateParams{Owner: "cli", Spec: Spec{Key: "nightly", Target: "hello", Cron: "0 3 * * *", Input: json.RawMessage(`{"who":"ops"}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := svc.Roll(ctx, TriggerParams{Ref: "nightly", Input: json.RawMessage(`{"who":"roll"}`)})
-	if err != nil || rep.Outcome != store.FireQueued || rep.RunID == "" {
-		t.Fatalf("roll: %+v, %v", rep, err)
-	}
-	r, err := svc.Store.GetRun(ctx, rep.RunID)
-	if err != nil || string(r.Input) != `{"who":"roll"}` || r.Trigger.Kind != "automation" || !r.Trigger.Nominal.Equal(rep.Nominal) {
-		t.Fatalf("queued run: %+v, %v", r, err)
-	}
-	var lit struct {
-		Version      int
-		File, Source string
-		Input        map[string]any
-	}
-	if err := json.Unmarshal(r.Literals, &lit); err != nil || lit.Version != 1 || lit.Source != helloYAML || lit.Input["who"] != "roll" {
-		t.Fatalf("literals: %s, %v", r.Literals, err)
-	}
-	// Overlap skip: the first run is still queued.
-	if rep, err := svc.Roll(ctx, TriggerParams{Ref: "nightly"}); err != nil || rep.Outcome != store.FireSkipped {
-		t.Fatalf("second roll: %+v, %v", rep, err)
-	}
-	l, err := locks.TryLock(svc.LocksDir, "schedule:nightly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock()
-	var held *locks.HeldError
-	if _, err := svc.Roll(ctx, TriggerParams{Ref: "nightly"}); !errors.As(err, &held) || held.Holder.PID != os.Getpid() {
-		t.Fatalf("roll under a held lock: %v", err)
-	}
-	if _, err := svc.Roll(ctx, TriggerParams{Ref: "nope"}); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("roll of an unknown key: %v", err)
 	}
 }
 
