@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -60,7 +61,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (CreateResult, err
 	}
 	a, err := s.build(ctx, p.Owner, p.Spec)
 	if err != nil {
-		return CreateResult{}, fmt.Errorf("create automation %s: %w", short(p.Spec.Key), err)
+		return CreateResult{}, fmt.Errorf("create automation %s: %w", text.Shorten(p.Spec.Key, maxShown), err)
 	}
 	return s.insert(ctx, a)
 }
