@@ -29,6 +29,7 @@ type child struct {
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	stderr *strings.Builder
+	ready  bool // it said "ready"
 }
 
 func startChild(t *testing.T, mode string, env ...string) *child {
@@ -49,7 +50,22 @@ func startChild(t *testing.T, mode string, env ...string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // a child the test did not get to: do not leave it waiting
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
 	return c
+}
+
+// start tells a child waiting after "ready" to go.
+func (c *child) start(t *testing.T) {
+	t.Helper()
+	if !c.ready {
+		c.expect(t, "ready")
+	}
+	if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
+		t.Fatalf("start child: %v", err)
+	}
 }
 
 // expect reads the child's next stdout line and checks its first word.
@@ -60,6 +76,7 @@ func (c *child) expect(t *testing.T, word string) string {
 		c.cmd.Wait()
 		t.Fatalf("child said %q (%v), want %q; stderr: %s", line, err, word, c.stderr.String())
 	}
+	c.ready = c.ready || word == "ready"
 	return strings.TrimSpace(line)
 }
 
@@ -85,11 +102,11 @@ func TestAppendFromManyProcesses(t *testing.T) {
 	for p := range procs {
 		children[p] = startChild(t, "append", "CAIRN_DB="+db, "CAIRN_SESSION=ses_many", fmt.Sprintf("CAIRN_PROC=%d", p), fmt.Sprintf("CAIRN_COUNT=%d", each))
 	}
-	for _, c := range children {
+	for _, c := range children { // all start together
 		c.expect(t, "ready")
 	}
-	for _, c := range children { // all start together
-		io.WriteString(c.stdin, "go\n")
+	for _, c := range children {
+		c.start(t)
 	}
 	for p, c := range children {
 		if err := c.cmd.Wait(); err != nil {
@@ -179,7 +196,28 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		outcomes = map[string]int{}
 	)
 	iterations := len(crashSteps) + 1 + randomKills // one calibration run
+	sumFile := filepath.Join(dir, "summary.txt")
+	// Children are started a few iterations ahead: starting one (a
+	// race-enabled binary opening the store) takes longer than a
+	// compaction, and they wait for "go" before they touch the session.
+	const ahead = 2
+	var queued []*child
 	for i := range iterations {
+		for n := len(queued); n <= ahead && i+n < iterations; n++ {
+			env := []string{"CAIRN_DB=" + db, "CAIRN_SESSION=" + id, "CAIRN_MEMORY=" + memDir, "CAIRN_LOCKS=" + locksDir, "CAIRN_SUMMARY_FILE=" + sumFile}
+			if i+n < len(crashSteps) {
+				env = append(env, "CAIRN_CRASH_AT="+crashSteps[i+n])
+			}
+			queued = append(queued, startChild(t, "compact", env...))
+		}
+		c := queued[0]
+		queued = queued[1:]
+		if len(queued) > 0 {
+			// The next child has started up: a compaction then always
+			// shares the machine with one child starting, the calibration
+			// run's as well.
+			queued[0].expect(t, "ready")
+		}
 		var texts []sessions.MessageInput
 		for k := range 3 {
 			texts = append(texts, sessions.TextMessage(store.RoleUser, fmt.Sprintf("turn %d.%d", i, k)))
@@ -189,16 +227,10 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		}
 		before := readAll(t, m, id)
 		summary := makeSummary(i)
-		sumFile := filepath.Join(dir, "summary.txt")
 		if err := os.WriteFile(sumFile, []byte(summary), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		env := []string{"CAIRN_DB=" + db, "CAIRN_SESSION=" + id, "CAIRN_MEMORY=" + memDir, "CAIRN_LOCKS=" + locksDir, "CAIRN_SUMMARY_FILE=" + sumFile}
-		if i < len(crashSteps) {
-			env = append(env, "CAIRN_CRASH_AT="+crashSteps[i])
-		}
-		c := startChild(t, "compact", env...)
-		c.expect(t, "ready")
+		c.start(t)
 		start := time.Now()
 		switch {
 		case i < len(crashSteps): // it kills itself
