@@ -334,20 +334,22 @@ func TestLeaderFiresPreparedSlotOnItsTimer(t *testing.T) {
 		e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"})
 	}
 	e.targets.prepared.Store(0) // creating checks the target
+	sg := watch(e.sched)
 	if err := e.sched.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer e.sched.Stop()
 	slot := t0.Add(time.Minute)
-	// waitIdle waits until the leader set its wake timer (the check timer
-	// is the other one).
-	waitIdle := func() {
-		waitFor(t, "the leader waits", func() bool { return e.sched.Leading() && e.clock.Timers() == 2 })
+	sg.next(t, "the leader leads")
+	sg.next(t, "the first tick")
+	if got := e.clock.Timers(); got != 2 {
+		t.Fatalf("%d timers after the first tick, want the wake and check timers", got)
 	}
-	waitIdle()
 	e.clock.Set(slot.Add(-e.sched.cfg.Ahead))
-	waitFor(t, "the slot prepared", func() bool { return e.targets.prepared.Load() == n })
-	waitIdle()
+	sg.next(t, "the tick Ahead of the slot")
+	if got := e.targets.prepared.Load(); got != n {
+		t.Fatalf("%d runs prepared Ahead of the slot, want %d", got, n)
+	}
 	if e.runCount() != 0 {
 		t.Fatal("fired before the slot")
 	}

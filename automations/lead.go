@@ -23,6 +23,7 @@ func (s *Scheduler) lead(ctx context.Context) {
 	if v, err := s.cfg.Store.AutomationsVersion(ctx); err == nil {
 		s.setVersion(v)
 	}
+	s.signal()
 	defer func() { s.armed = nil }()
 	wake := s.cfg.Clock.NewTimer(0)
 	check := s.cfg.Clock.NewTimer(s.cfg.Check)
@@ -48,6 +49,15 @@ func (s *Scheduler) lead(ctx context.Context) {
 		}
 		wake.Stop()
 		wake.Reset(wait)
+		s.signal()
+	}
+}
+
+// signal tells a test that the leader took the lead (and synced) or
+// finished a tick and set its wake timer.
+func (s *Scheduler) signal() {
+	if s.onIdle != nil {
+		s.onIdle()
 	}
 }
 

@@ -247,9 +247,9 @@ func TestPendingLaunchSurvivesSIGKILL(t *testing.T) {
 	}
 
 	stuck := startChild(t, db, locksDir, ws, "hang")
-	waitFor(t, "the baseline", func() bool { return state().Observation != "" })
+	pollFor(t, "the baseline", func() bool { return state().Observation != "" })
 	writeFile(t, watched, "a,b\n1,2\n")
-	waitFor(t, "the pending launch", func() bool { return state().Pending != nil })
+	pollFor(t, "the pending launch", func() bool { return state().Pending != nil })
 	pending := *state().Pending
 	if err := stuck.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -260,11 +260,11 @@ func TestPendingLaunchSurvivesSIGKILL(t *testing.T) {
 	}
 
 	next := startChild(t, db, locksDir, ws, "ok")
-	waitFor(t, "the launch", func() bool { return state().Pending == nil })
+	pollFor(t, "the launch", func() bool { return state().Pending == nil })
 	// Let it poll a few more times (every second): the change must not
 	// launch again.
 	launched := time.Now()
-	waitFor(t, "more polls", func() bool { return time.Since(launched) > 3*time.Second })
+	pollFor(t, "more polls", func() bool { return time.Since(launched) > 3*time.Second })
 	next.stop(t)
 	fires, _ := st.ListFires(ctx, id, 0)
 	if c, _ := st.Counts(ctx); c.Runs != 1 || len(fires) != 1 || !fires[0].Nominal.Equal(pending.Nominal) || fires[0].Outcome != store.FireQueued {
@@ -272,5 +272,20 @@ func TestPendingLaunchSurvivesSIGKILL(t *testing.T) {
 	}
 	if s := state(); s.Observation != pending.Observation || !strings.HasPrefix(s.Observation, "sha256:") {
 		t.Fatalf("observation %q, want the pending one %q", s.Observation, pending.Observation)
+	}
+}
+
+// pollFor polls cond, which reads what other processes wrote to the
+// store, until it holds; the test's deadline bounds the wait. Schedulers
+// in this process signal instead (watch).
+func pollFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if dl, ok := t.Deadline(); ok && time.Until(dl) < time.Second {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		<-tick.C
 	}
 }

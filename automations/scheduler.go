@@ -95,6 +95,10 @@ type Scheduler struct {
 	armed *armedSlot
 
 	polls sync.WaitGroup
+
+	// onIdle, set by tests before Start, is called when the leader has
+	// taken the lead and after each tick, before it waits again.
+	onIdle func()
 }
 
 // ErrStopped is the cause of a scheduler's context after Stop.

@@ -165,3 +165,43 @@ func nominals(fs []*store.AutomationFire) []string {
 	}
 	return out
 }
+
+// signals is what a scheduler's leader did; tests wait on it instead of
+// sleeping.
+type signals struct{ c chan struct{} }
+
+// watch makes s signal when it takes the lead and after every tick. Call
+// it before Start.
+func watch(s *Scheduler) *signals {
+	sg := &signals{c: make(chan struct{}, 64)}
+	s.onIdle = func() {
+		select {
+		case sg.c <- struct{}{}:
+		default: // full: the waiter has signals to read and re-checks
+		}
+	}
+	return sg
+}
+
+// next waits for the leader's next signal.
+func (sg *signals) next(t *testing.T, what string) {
+	t.Helper()
+	timeout := time.Minute
+	if dl, ok := t.Deadline(); ok {
+		timeout = time.Until(dl) - time.Second
+	}
+	select {
+	case <-sg.c:
+	case <-time.After(timeout):
+		t.Fatalf("gave up waiting: %s", what)
+	}
+}
+
+// until waits until cond holds, looking again each time the leader
+// signals.
+func (sg *signals) until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		sg.next(t, what)
+	}
+}
