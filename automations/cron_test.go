@@ -1,6 +1,7 @@
 package automations
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +51,8 @@ func TestCronMissedPolicies(t *testing.T) {
 	}
 }
 
+// The overlap policies, with each slot fired by the pass after it and with
+// the slots prepared ahead and fired in batches.
 func TestCronOverlapPolicies(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -62,41 +65,52 @@ func TestCronOverlapPolicies(t *testing.T) {
 		// The second slot is held and queued once the first run settles.
 		{overlap: "buffer_one", outcomes: []string{"queued", "queued", "skipped", "queued"}, runs: 3},
 	} {
-		t.Run(tc.overlap, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t)
-			a := e.create(Spec{Key: "k", Cron: "* * * * *", TZ: "UTC", Overlap: tc.overlap})
-			for m := 1; m <= 3; m++ {
-				e.advanceTo(t0.Add(time.Duration(m) * time.Minute))
+		for _, prepared := range []bool{false, true} {
+			name := tc.overlap
+			if prepared {
+				name += "/prepared"
 			}
-			// The first run settles between the third and fourth slots.
-			e.runs.finish(e.fires(a.ID)[0].RunID, t0.Add(3*time.Minute+30*time.Second))
-			e.advanceTo(t0.Add(3*time.Minute + 31*time.Second))
-			if tc.overlap == "buffer_one" {
-				f := e.fires(a.ID)[1]
-				if f.Outcome != store.FireQueued || !f.Nominal.Equal(t0.Add(2*time.Minute)) {
-					t.Fatalf("the buffered fire was not released: %+v", f)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := setup(t)
+				var cs *countingStore
+				slot, wake := func(at time.Time) { e.advanceTo(at) }, func(at time.Time) { e.advanceTo(at) }
+				if prepared {
+					cs, _ = e.counted()
+					slot, wake = e.slot, func(at time.Time) { e.tick(at) }
 				}
-				e.runs.finish(f.RunID, t0.Add(3*time.Minute+40*time.Second))
-			}
-			e.advanceTo(t0.Add(4 * time.Minute))
-			fs := e.fires(a.ID)
-			var got []string
-			for _, f := range fs {
-				got = append(got, f.Outcome)
-			}
-			if len(got) != len(tc.outcomes) {
-				t.Fatalf("outcomes %v, want %v", got, tc.outcomes)
-			}
-			for i := range got {
-				if got[i] != tc.outcomes[i] {
+				a := e.create(Spec{Key: "k", Cron: "* * * * *", TZ: "UTC", Overlap: tc.overlap})
+				for m := 1; m <= 3; m++ {
+					slot(t0.Add(time.Duration(m) * time.Minute))
+				}
+				// The first run settles between the third and fourth slots.
+				e.runs.finish(e.fires(a.ID)[0].RunID, t0.Add(3*time.Minute+30*time.Second))
+				wake(t0.Add(3*time.Minute + 31*time.Second))
+				if tc.overlap == "buffer_one" {
+					f := e.fires(a.ID)[1]
+					if f.Outcome != store.FireQueued || !f.Nominal.Equal(t0.Add(2*time.Minute)) {
+						t.Fatalf("the buffered fire was not released: %+v", f)
+					}
+					e.runs.finish(f.RunID, t0.Add(3*time.Minute+40*time.Second))
+				}
+				slot(t0.Add(4 * time.Minute))
+				var got []string
+				for _, f := range e.fires(a.ID) {
+					got = append(got, f.Outcome)
+				}
+				if !slices.Equal(got, tc.outcomes) {
 					t.Fatalf("outcomes %v, want %v", got, tc.outcomes)
 				}
-			}
-			if n := e.runCount(); n != tc.runs {
-				t.Fatalf("%d runs, want %d", n, tc.runs)
-			}
-		})
+				if n := e.runCount(); n != tc.runs {
+					t.Fatalf("%d runs, want %d", n, tc.runs)
+				}
+				if cs != nil {
+					if batches, _ := cs.counts(); len(batches) < 3 {
+						t.Fatalf("batches %v: the slots were not fired as prepared", batches)
+					}
+				}
+			})
+		}
 	}
 }
 
