@@ -1,7 +1,6 @@
 package automations
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -63,37 +63,17 @@ type child struct {
 
 func startChild(t *testing.T, db, locksDir, ws, targets string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "scheduler", db, locksDir, ws, targets)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	c := reexec.Start(t, reexec.Params{Env: []string{childEnv + "=1"}, Args: []string{"scheduler", db, locksDir, ws, targets}})
+	if line := c.Line(t); line != "ready" {
+		t.Fatalf("child said %q, want ready", line)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, stdin: stdin}
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		c.cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("child said %q, %v", line, err)
-	}
-	return c
+	return &child{cmd: c.Cmd, stdin: c.Stdin}
 }
 
 // stop closes the child's stdin and waits for it to stop cleanly.
 func (c *child) stop(t *testing.T) { stopAll(t, []*child{c}) }
 
-// stopAll stops children at once (a race-enabled child sleeps a second on
-// exit) and checks that each exited cleanly.
+// stopAll stops children at once and checks that each exited cleanly.
 func stopAll(t *testing.T, cs []*child) {
 	t.Helper()
 	for _, c := range cs {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -34,27 +35,9 @@ type child struct {
 
 func startChild(t *testing.T, mode string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// GORACE: a race-enabled child would otherwise sleep a second on exit.
-	cmd.Env = append(os.Environ(), append([]string{"CAIRN_SESSIONS_CHILD=" + mode, "GORACE=atexit_sleep_ms=0"}, env...)...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(out), stderr: &strings.Builder{}}
-	cmd.Stderr = c.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // a child the test did not get to: do not leave it waiting
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return c
+	stderr := &strings.Builder{}
+	c := reexec.Start(t, reexec.Params{Env: append([]string{"CAIRN_SESSIONS_CHILD=" + mode}, env...), Args: []string{"-test.run=^$"}, Stderr: stderr})
+	return &child{cmd: c.Cmd, stdin: c.Stdin, stdout: c.Stdout, stderr: stderr}
 }
 
 // start tells a child waiting after "ready" to go.
