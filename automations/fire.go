@@ -35,11 +35,17 @@ func (s *Scheduler) fire(ctx context.Context, a *store.Automation, p store.FireP
 		return err
 	}
 	if !res.AlreadyFired && res.Run != nil {
-		s.mu.Lock()
-		s.inflight[a.ID] = res.Run.ID
-		s.mu.Unlock()
+		s.watchFor(a.ID, res.Run.ID)
 	}
 	return nil
+}
+
+// watchFor notes that automationID's run runID is in flight, so that the
+// leader wakes when it settles.
+func (s *Scheduler) watchFor(automationID, runID string) {
+	s.mu.Lock()
+	s.inflight[automationID] = runID
+	s.mu.Unlock()
 }
 
 func (s *Scheduler) recordError(ctx context.Context, a *store.Automation, err error) {

@@ -122,9 +122,7 @@ func (s *Scheduler) watchRun(ctx context.Context, a *store.Automation) *store.Au
 		fin = &store.RunFinish{RunID: runID, At: at, Status: r.Status}
 	}
 	if fin == nil {
-		s.mu.Lock()
-		s.inflight[a.ID] = runID
-		s.mu.Unlock()
+		s.watchFor(a.ID, runID)
 		return a
 	}
 	b, err := s.cfg.Store.RecordAutomation(ctx, store.RecordParams{AutomationID: a.ID, Finished: fin})
@@ -153,9 +151,7 @@ func (s *Scheduler) release(ctx context.Context, a *store.Automation, now time.T
 		return a
 	}
 	if b.State.InFlight() {
-		s.mu.Lock()
-		s.inflight[b.ID] = b.State.LastRunID
-		s.mu.Unlock()
+		s.watchFor(b.ID, b.State.LastRunID)
 	}
 	return b
 }

@@ -66,14 +66,23 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (CreateResult, err
 	return s.insert(ctx, a)
 }
 
-// build checks a spec and makes the record to store.
-func (s *Service) build(ctx context.Context, owner string, sp Spec) (*store.Automation, error) {
+// check normalizes a spec and checks that its target accepts its input.
+func (s *Service) check(ctx context.Context, sp Spec) (normalized, error) {
 	n, err := normalize(sp)
 	if err != nil {
-		return nil, err
+		return normalized{}, err
 	}
 	if _, err := s.Targets.Prepare(ctx, sp.Target, n.input); err != nil {
-		return nil, specErr("target", err)
+		return normalized{}, specErr("target", err)
+	}
+	return n, nil
+}
+
+// build checks a spec and makes the record to store.
+func (s *Service) build(ctx context.Context, owner string, sp Spec) (*store.Automation, error) {
+	n, err := s.check(ctx, sp)
+	if err != nil {
+		return nil, err
 	}
 	now := s.now()
 	a := &store.Automation{

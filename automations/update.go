@@ -106,12 +106,9 @@ func (s *Service) apply(ctx context.Context, cur *store.Automation, p UpdatePara
 		sp.Missed = *p.Missed
 	}
 	setTriggerSpec(&sp, cur.Trigger, p)
-	n, err := normalize(sp)
+	n, err := s.check(ctx, sp)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := s.Targets.Prepare(ctx, sp.Target, n.input); err != nil {
-		return nil, specErr("target", err)
 	}
 	next.Target, next.Input, next.Trigger, next.Overlap, next.Missed = sp.Target, n.input, n.trigger, n.overlap, n.missed
 	return next, nil
