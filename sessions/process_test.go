@@ -21,7 +21,6 @@ import (
 	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 // child is a re-executed test binary running one of runChild's modes.
@@ -72,17 +71,9 @@ func TestAppendFromManyProcesses(t *testing.T) {
 	t.Parallel()
 	const procs, each = 8, 250
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "state.sqlite3")
-	st, err := sqlite.Open(ctx, db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := sessions.New(st, sessions.Options{})
-	if _, _, err := m.Create(ctx, sessions.CreateParams{ID: "ses_many"}); err != nil {
-		t.Fatal(err)
-	}
+	f := setup(t, sessions.Options{})
+	m, db := f.m, f.db
+	f.create(t, "ses_many")
 	children := make([]*child, procs)
 	for p := range procs {
 		children[p] = startChild(t, "append", "CAIRN_DB="+db, "CAIRN_SESSION=ses_many", fmt.Sprintf("CAIRN_PROC=%d", p), fmt.Sprintf("CAIRN_COUNT=%d", each))
@@ -160,19 +151,10 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		randomKills = 20
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "state.sqlite3")
-	memDir, locksDir := filepath.Join(dir, "memory"), filepath.Join(dir, "locks")
-	st, err := sqlite.Open(ctx, db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := sessions.New(st, sessions.Options{MemoryDir: memDir, LocksDir: locksDir})
+	f := setup(t, sessions.Options{})
+	m, st, dir, db, memDir, locksDir := f.m, f.st, f.dir, f.db, f.memDir, f.locksDir
 	const id = "ses_crash"
-	if _, _, err := m.Create(ctx, sessions.CreateParams{ID: id}); err != nil {
-		t.Fatal(err)
-	}
+	f.create(t, id)
 	memPath := m.MemoryPath(id)
 
 	var (

@@ -22,23 +22,32 @@ import (
 )
 
 type fixture struct {
-	m      *sessions.Manager
-	st     *sqlite.Store
-	memDir string
+	m                *sessions.Manager
+	st               *sqlite.Store
+	dir, db          string // the temporary folder and the database in it
+	memDir, locksDir string
 }
 
-// setup opens a SQLite store in a temporary folder and a Manager over it.
+// setup opens a SQLite store in a temporary folder and a Manager over it,
+// with its memory and locks folders there too.
 func setup(t *testing.T, opts sessions.Options) *fixture {
 	t.Helper()
+	return setupStore(t, opts, sqlite.Options{})
+}
+
+// setupStore is setup with store options.
+func setupStore(t *testing.T, opts sessions.Options, so sqlite.Options) *fixture {
+	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "state.sqlite3"), sqlite.Options{})
+	f := &fixture{dir: dir, db: filepath.Join(dir, "state.sqlite3"), memDir: filepath.Join(dir, "memory"), locksDir: filepath.Join(dir, "locks")}
+	st, err := sqlite.Open(context.Background(), f.db, so)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	opts.MemoryDir = filepath.Join(dir, "memory")
-	opts.LocksDir = filepath.Join(dir, "locks")
-	return &fixture{m: sessions.New(st, opts), st: st, memDir: opts.MemoryDir}
+	opts.MemoryDir, opts.LocksDir = f.memDir, f.locksDir
+	f.st, f.m = st, sessions.New(st, opts)
+	return f
 }
 
 func (f *fixture) create(t *testing.T, id string) {
@@ -614,17 +623,10 @@ func TestMemoryBackend(t *testing.T) {
 func TestAppendOutlastsALockedDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.sqlite3")
-	st, err := sqlite.Open(ctx, path, sqlite.Options{BusyTimeout: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := sessions.New(st, sessions.Options{})
-	if _, _, err := m.Create(ctx, sessions.CreateParams{ID: "ses_busy"}); err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	f := setupStore(t, sessions.Options{}, sqlite.Options{BusyTimeout: 20 * time.Millisecond})
+	m := f.m
+	f.create(t, "ses_busy")
+	other, err := sql.Open("sqlite", "file:"+f.db+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	if err != nil {
 		t.Fatal(err)
 	}
