@@ -23,7 +23,7 @@ func (s *Scheduler) lead(ctx context.Context) {
 	if v, err := s.cfg.Store.AutomationsVersion(ctx); err == nil {
 		s.setVersion(v)
 	}
-	s.signal()
+	s.signal(eventLead)
 	defer func() { s.armed = nil }()
 	wake := s.cfg.Clock.NewTimer(0)
 	check := s.cfg.Clock.NewTimer(s.cfg.Check)
@@ -49,15 +49,14 @@ func (s *Scheduler) lead(ctx context.Context) {
 		}
 		wake.Stop()
 		wake.Reset(wait)
-		s.signal()
+		s.signal(eventTick)
 	}
 }
 
-// signal tells a test that the leader took the lead (and synced) or
-// finished a tick and set its wake timer.
-func (s *Scheduler) signal() {
-	if s.onIdle != nil {
-		s.onIdle()
+// signal tells a test's hook that event happened.
+func (s *Scheduler) signal(event string) {
+	if s.hook != nil {
+		s.hook(event)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,7 +22,7 @@ import (
 //
 //	scheduler <db> <locks> <workspace> <targets>
 //	    run a Scheduler over the store until stdin closes; print "ready"
-//	    once started. targets is "ok" (every target prepares) or "hang"
+//	    once started, then "polled" after each monitor poll. targets is "ok" (every target prepares) or "hang"
 //	    (preparing a run blocks forever, as a process stuck mid-launch).
 func runChild(args []string) int {
 	fail := func(err error) int {
@@ -46,6 +45,11 @@ func runChild(args []string) int {
 		})
 	}
 	s := New(Config{Store: st, LocksDir: args[2], Targets: tg, Workspace: args[3], LockRetry: 250 * time.Millisecond, Check: 200 * time.Millisecond})
+	s.hook = func(event string) {
+		if event == eventPoll {
+			fmt.Println("polled")
+		}
+	}
 	if err := s.Start(ctx); err != nil {
 		return fail(err)
 	}
@@ -55,11 +59,9 @@ func runChild(args []string) int {
 	return 0
 }
 
-// child is a scheduler process.
-type child struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-}
+// child is a scheduler process. After "ready" it prints "polled" after
+// each monitor poll.
+type child struct{ *reexec.Child }
 
 func startChild(t *testing.T, db, locksDir, ws, targets string) *child {
 	t.Helper()
@@ -67,7 +69,15 @@ func startChild(t *testing.T, db, locksDir, ws, targets string) *child {
 	if line := c.Line(t); line != "ready" {
 		t.Fatalf("child said %q, want ready", line)
 	}
-	return &child{cmd: c.Cmd, stdin: c.Stdin}
+	return &child{c}
+}
+
+// expectPoll waits until the child finished a monitor poll.
+func (c *child) expectPoll(t *testing.T) {
+	t.Helper()
+	if line := c.Line(t); line != "polled" {
+		t.Fatalf("child said %q, want polled", line)
+	}
 }
 
 // stop closes the child's stdin and waits for it to stop cleanly.
@@ -77,11 +87,11 @@ func (c *child) stop(t *testing.T) { stopAll(t, []*child{c}) }
 func stopAll(t *testing.T, cs []*child) {
 	t.Helper()
 	for _, c := range cs {
-		c.stdin.Close()
+		c.Stdin.Close()
 	}
 	for _, c := range cs {
-		if err := c.cmd.Wait(); err != nil {
-			t.Errorf("child %d: %v", c.cmd.Process.Pid, err)
+		if err := c.Cmd.Wait(); err != nil {
+			t.Errorf("child %d: %v", c.Cmd.Process.Pid, err)
 		}
 	}
 }
@@ -133,16 +143,16 @@ func TestFourSchedulersFireEachSlotOnce(t *testing.T) {
 	if err != nil || !held {
 		t.Fatalf("no scheduler leads: %v", err)
 	}
-	at := slices.IndexFunc(children, func(c *child) bool { return c.cmd.Process.Pid == h.PID })
+	at := slices.IndexFunc(children, func(c *child) bool { return c.Cmd.Process.Pid == h.PID })
 	if at < 0 {
 		t.Fatalf("the leader, pid %d, is not one of the children", h.PID)
 	}
 	leader := children[at]
 	killed := time.Now()
-	if err := leader.cmd.Process.Kill(); err != nil {
+	if err := leader.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	leader.cmd.Wait()
+	leader.Cmd.Wait()
 	children = slices.Delete(children, at, at+1)
 
 	time.Sleep(time.Until(start.Add(10 * time.Second)))
@@ -227,24 +237,28 @@ func TestPendingLaunchSurvivesSIGKILL(t *testing.T) {
 	}
 
 	stuck := startChild(t, db, locksDir, ws, "hang")
-	pollFor(t, "the baseline", func() bool { return state().Observation != "" })
+	for state().Observation == "" { // the baseline
+		stuck.expectPoll(t)
+	}
 	writeFile(t, watched, "a,b\n1,2\n")
 	pollFor(t, "the pending launch", func() bool { return state().Pending != nil })
 	pending := *state().Pending
-	if err := stuck.cmd.Process.Kill(); err != nil {
+	if err := stuck.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	stuck.cmd.Wait()
+	stuck.Cmd.Wait()
 	if c, _ := st.Counts(ctx); c.Runs != 0 {
 		t.Fatalf("%d runs before the launch was handed over", c.Runs)
 	}
 
 	next := startChild(t, db, locksDir, ws, "ok")
-	pollFor(t, "the launch", func() bool { return state().Pending == nil })
-	// Let it poll a few more times (every second): the change must not
-	// launch again.
-	launched := time.Now()
-	pollFor(t, "more polls", func() bool { return time.Since(launched) > 3*time.Second })
+	for state().Pending != nil { // the launch happens in a poll
+		next.expectPoll(t)
+	}
+	// Let it poll a few more times: the change must not launch again.
+	for range 3 {
+		next.expectPoll(t)
+	}
 	next.stop(t)
 	fires, _ := st.ListFires(ctx, id, 0)
 	if c, _ := st.Counts(ctx); c.Runs != 1 || len(fires) != 1 || !fires[0].Nominal.Equal(pending.Nominal) || fires[0].Outcome != store.FireQueued {

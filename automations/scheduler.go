@@ -96,10 +96,17 @@ type Scheduler struct {
 
 	polls sync.WaitGroup
 
-	// onIdle, set by tests before Start, is called when the leader has
-	// taken the lead and after each tick, before it waits again.
-	onIdle func()
+	// hook, set by tests before Start, is told what the leader did (the
+	// events below), so that tests wait on signals, not sleeps.
+	hook func(event string)
 }
+
+// Events a Scheduler's test hook is told.
+const (
+	eventLead = "lead" // it took the lead and synced the workflow files
+	eventTick = "tick" // it finished a tick and set its wake timer
+	eventPoll = "poll" // a monitor poll finished
+)
 
 // ErrStopped is the cause of a scheduler's context after Stop.
 var ErrStopped = errors.New("scheduler stopped")

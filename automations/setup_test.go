@@ -175,7 +175,10 @@ type signals struct{ c chan struct{} }
 // it before Start.
 func watch(s *Scheduler) *signals {
 	sg := &signals{c: make(chan struct{}, 64)}
-	s.onIdle = func() {
+	s.hook = func(event string) {
+		if event != eventLead && event != eventTick {
+			return
+		}
 		select {
 		case sg.c <- struct{}{}:
 		default: // full: the waiter has signals to read and re-checks
