@@ -7,6 +7,7 @@ package automations
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/cairnhq/cairn/store"
@@ -89,10 +90,7 @@ func (s *Scheduler) changed(ctx context.Context) bool {
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	watched := make(map[string]string, len(s.inflight))
-	for a, r := range s.inflight {
-		watched[a] = r
-	}
+	watched := maps.Clone(s.inflight)
 	s.mu.Unlock()
 	for _, runID := range watched {
 		r, err := s.cfg.Runs.GetRun(ctx, runID)
