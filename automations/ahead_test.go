@@ -1,89 +1,13 @@
 package automations
 
 import (
-	"context"
 	"encoding/json"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn/store"
 )
-
-// countingStore counts the fires a scheduler hands to the store: the
-// sizes of its FireMany batches and its single Fire calls. batched is
-// signalled after each batch.
-type countingStore struct {
-	store.Store
-	mu      sync.Mutex
-	batches []int
-	singles int
-	batched chan struct{}
-}
-
-func (c *countingStore) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
-	c.mu.Lock()
-	c.singles++
-	c.mu.Unlock()
-	return c.Store.Fire(ctx, p)
-}
-
-func (c *countingStore) FireMany(ctx context.Context, ps []store.FireParams) ([]store.FireOutcome, error) {
-	outs, err := c.Store.FireMany(ctx, ps)
-	c.mu.Lock()
-	c.batches = append(c.batches, len(ps))
-	c.mu.Unlock()
-	if c.batched != nil {
-		c.batched <- struct{}{}
-	}
-	return outs, err
-}
-
-func (c *countingStore) counts() (batches []int, singles int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]int(nil), c.batches...), c.singles
-}
-
-// versionedTargets are stubTargets whose definitions have a version.
-type versionedTargets struct {
-	*stubTargets
-	version atomic.Int64
-}
-
-func (v *versionedTargets) Version() (string, error) {
-	return strconv.FormatInt(v.version.Load(), 10), nil
-}
-
-// counted gives e a scheduler whose store counts fires, over targets with
-// a version.
-func (e *env) counted() (*countingStore, *versionedTargets) {
-	cs := &countingStore{Store: e.store}
-	vt := &versionedTargets{stubTargets: e.targets}
-	e.sched = New(Config{Store: cs, LocksDir: e.svc.LocksDir, Targets: vt, Workspace: e.dir, Clock: e.clock, Runs: e.runs})
-	return cs, vt
-}
-
-// tick sets the fake clock to at and runs one wake-up of the leader.
-func (e *env) tick(at time.Time) time.Time {
-	e.t.Helper()
-	e.clock.Set(at)
-	next := e.sched.tick(e.ctx)
-	e.sched.polls.Wait()
-	return next
-}
-
-// slot wakes the leader as its timers would around a slot: Ahead before
-// it (to prepare it), then at it.
-func (e *env) slot(at time.Time) {
-	e.t.Helper()
-	if wake := e.tick(at.Add(-e.sched.cfg.Ahead)); !wake.Equal(at) {
-		e.t.Fatalf("prepared %v ahead, the leader wakes at %v, want the slot", e.sched.cfg.Ahead, wake.Sub(t0))
-	}
-	e.tick(at)
-}
 
 func TestSlotIsPreparedAheadAndFiredInOneBatch(t *testing.T) {
 	t.Parallel()
@@ -270,58 +194,6 @@ func TestPreparedFireGivesWayToChanges(t *testing.T) {
 	}
 }
 
-// The overlap policies hold the same when fires are prepared ahead.
-func TestCronOverlapPoliciesWithPreparedFires(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		overlap  string
-		outcomes []string
-		runs     int
-	}{
-		{overlap: "skip", outcomes: []string{"queued", "skipped", "skipped", "queued"}, runs: 2},
-		{overlap: "allow", outcomes: []string{"queued", "queued", "queued", "queued"}, runs: 4},
-		{overlap: "buffer_one", outcomes: []string{"queued", "queued", "skipped", "queued"}, runs: 3},
-	} {
-		t.Run(tc.overlap, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t)
-			cs, _ := e.counted()
-			a := e.create(Spec{Key: "k", Cron: "* * * * *", TZ: "UTC", Overlap: tc.overlap})
-			for m := 1; m <= 3; m++ {
-				e.slot(t0.Add(time.Duration(m) * time.Minute))
-			}
-			e.runs.finish(e.fires(a.ID)[0].RunID, t0.Add(3*time.Minute+30*time.Second))
-			e.tick(t0.Add(3*time.Minute + 31*time.Second))
-			if tc.overlap == "buffer_one" {
-				f := e.fires(a.ID)[1]
-				if f.Outcome != store.FireQueued || !f.Nominal.Equal(t0.Add(2*time.Minute)) {
-					t.Fatalf("the buffered fire was not released: %+v", f)
-				}
-				e.runs.finish(f.RunID, t0.Add(3*time.Minute+40*time.Second))
-			}
-			e.slot(t0.Add(4 * time.Minute))
-			var got []string
-			for _, f := range e.fires(a.ID) {
-				got = append(got, f.Outcome)
-			}
-			if len(got) != len(tc.outcomes) {
-				t.Fatalf("outcomes %v, want %v", got, tc.outcomes)
-			}
-			for i := range got {
-				if got[i] != tc.outcomes[i] {
-					t.Fatalf("outcomes %v, want %v", got, tc.outcomes)
-				}
-			}
-			if n := e.runCount(); n != tc.runs {
-				t.Fatalf("%d runs, want %d", n, tc.runs)
-			}
-			if batches, _ := cs.counts(); len(batches) < 3 {
-				t.Fatalf("batches %v: the slots were not fired as prepared", batches)
-			}
-		})
-	}
-}
-
 // The leader's own timers: it wakes Ahead of the slot to prepare it and at
 // the slot to commit it, in one batch.
 func TestLeaderFiresPreparedSlotOnItsTimer(t *testing.T) {
@@ -334,20 +206,22 @@ func TestLeaderFiresPreparedSlotOnItsTimer(t *testing.T) {
 		e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"})
 	}
 	e.targets.prepared.Store(0) // creating checks the target
+	sg := watch(e.sched)
 	if err := e.sched.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer e.sched.Stop()
 	slot := t0.Add(time.Minute)
-	// waitIdle waits until the leader set its wake timer (the check timer
-	// is the other one).
-	waitIdle := func() {
-		waitFor(t, "the leader waits", func() bool { return e.sched.Leading() && e.clock.Timers() == 2 })
+	sg.next(t, "the leader leads")
+	sg.next(t, "the first tick")
+	if got := e.clock.Timers(); got != 2 {
+		t.Fatalf("%d timers after the first tick, want the wake and check timers", got)
 	}
-	waitIdle()
 	e.clock.Set(slot.Add(-e.sched.cfg.Ahead))
-	waitFor(t, "the slot prepared", func() bool { return e.targets.prepared.Load() == n })
-	waitIdle()
+	sg.next(t, "the tick Ahead of the slot")
+	if got := e.targets.prepared.Load(); got != n {
+		t.Fatalf("%d runs prepared Ahead of the slot, want %d", got, n)
+	}
 	if e.runCount() != 0 {
 		t.Fatal("fired before the slot")
 	}

@@ -42,13 +42,14 @@ func TestFiredRunsAreExecutedByTheRunEngine(t *testing.T) {
 	}
 	defer eng.Stop()
 	sched := New(Config{Store: st, LocksDir: ws.LocksDir(), Targets: &WorkflowTargets{Dir: ws.WorkflowsDir()}, Workspace: ws.Root, WorkflowsDir: ws.WorkflowsDir(), Check: 50 * time.Millisecond})
+	sg := watch(sched)
 	if err := sched.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer sched.Stop()
 
 	var a *store.Automation
-	waitFor(t, "two fires of tick:0", func() bool {
+	sg.until(t, "two fires of tick:0", func() bool {
 		list, _ := st.ListAutomations(ctx, store.AutomationFilter{Key: "tick:0"})
 		if len(list) == 1 {
 			a = list[0]

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workflows"
 )
@@ -110,7 +111,7 @@ func (d *digester) files(globs []string) (string, error) {
 			if matchSegs(pat, segs) && !matched[rel] {
 				matched[rel] = true
 				if len(matched) > d.maxFiles {
-					return fmt.Errorf("%w: %q matches more than %d files; narrow it", ErrTooManyFiles, short(g), d.maxFiles)
+					return fmt.Errorf("%w: %q matches more than %d files; narrow it", ErrTooManyFiles, text.Shorten(g, maxShown), d.maxFiles)
 				}
 			}
 			return nil

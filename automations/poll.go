@@ -40,6 +40,7 @@ func (s *Scheduler) visitMonitor(ctx context.Context, a *store.Automation, now t
 		s.mu.Lock()
 		delete(s.polling, a.ID)
 		s.mu.Unlock()
+		s.signal(eventPoll)
 		select {
 		case s.pollDone <- struct{}{}:
 		default:

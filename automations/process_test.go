@@ -1,19 +1,18 @@
 package automations
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -23,7 +22,7 @@ import (
 //
 //	scheduler <db> <locks> <workspace> <targets>
 //	    run a Scheduler over the store until stdin closes; print "ready"
-//	    once started. targets is "ok" (every target prepares) or "hang"
+//	    once started, then "polled" after each monitor poll. targets is "ok" (every target prepares) or "hang"
 //	    (preparing a run blocks forever, as a process stuck mid-launch).
 func runChild(args []string) int {
 	fail := func(err error) int {
@@ -46,6 +45,11 @@ func runChild(args []string) int {
 		})
 	}
 	s := New(Config{Store: st, LocksDir: args[2], Targets: tg, Workspace: args[3], LockRetry: 250 * time.Millisecond, Check: 200 * time.Millisecond})
+	s.hook = func(event string) {
+		if event == eventPoll {
+			fmt.Println("polled")
+		}
+	}
 	if err := s.Start(ctx); err != nil {
 		return fail(err)
 	}
@@ -55,53 +59,39 @@ func runChild(args []string) int {
 	return 0
 }
 
-// child is a scheduler process.
-type child struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-}
+// child is a scheduler process. After "ready" it prints "polled" after
+// each monitor poll.
+type child struct{ *reexec.Child }
 
 func startChild(t *testing.T, db, locksDir, ws, targets string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "scheduler", db, locksDir, ws, targets)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	c := reexec.Start(t, reexec.Params{Env: []string{childEnv + "=1"}, Args: []string{"scheduler", db, locksDir, ws, targets}})
+	if line := c.Line(t); line != "ready" {
+		t.Fatalf("child said %q, want ready", line)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	return &child{c}
+}
+
+// expectPoll waits until the child finished a monitor poll.
+func (c *child) expectPoll(t *testing.T) {
+	t.Helper()
+	if line := c.Line(t); line != "polled" {
+		t.Fatalf("child said %q, want polled", line)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, stdin: stdin}
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		c.cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("child said %q, %v", line, err)
-	}
-	return c
 }
 
 // stop closes the child's stdin and waits for it to stop cleanly.
 func (c *child) stop(t *testing.T) { stopAll(t, []*child{c}) }
 
-// stopAll stops children at once (a race-enabled child sleeps a second on
-// exit) and checks that each exited cleanly.
+// stopAll stops children at once and checks that each exited cleanly.
 func stopAll(t *testing.T, cs []*child) {
 	t.Helper()
 	for _, c := range cs {
-		c.stdin.Close()
+		c.Stdin.Close()
 	}
 	for _, c := range cs {
-		if err := c.cmd.Wait(); err != nil {
-			t.Errorf("child %d: %v", c.cmd.Process.Pid, err)
+		if err := c.Cmd.Wait(); err != nil {
+			t.Errorf("child %d: %v", c.Cmd.Process.Pid, err)
 		}
 	}
 }
@@ -153,16 +143,16 @@ func TestFourSchedulersFireEachSlotOnce(t *testing.T) {
 	if err != nil || !held {
 		t.Fatalf("no scheduler leads: %v", err)
 	}
-	at := slices.IndexFunc(children, func(c *child) bool { return c.cmd.Process.Pid == h.PID })
+	at := slices.IndexFunc(children, func(c *child) bool { return c.Cmd.Process.Pid == h.PID })
 	if at < 0 {
 		t.Fatalf("the leader, pid %d, is not one of the children", h.PID)
 	}
 	leader := children[at]
 	killed := time.Now()
-	if err := leader.cmd.Process.Kill(); err != nil {
+	if err := leader.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	leader.cmd.Wait()
+	leader.Cmd.Wait()
 	children = slices.Delete(children, at, at+1)
 
 	time.Sleep(time.Until(start.Add(10 * time.Second)))
@@ -247,24 +237,28 @@ func TestPendingLaunchSurvivesSIGKILL(t *testing.T) {
 	}
 
 	stuck := startChild(t, db, locksDir, ws, "hang")
-	waitFor(t, "the baseline", func() bool { return state().Observation != "" })
+	for state().Observation == "" { // the baseline
+		stuck.expectPoll(t)
+	}
 	writeFile(t, watched, "a,b\n1,2\n")
-	waitFor(t, "the pending launch", func() bool { return state().Pending != nil })
+	pollFor(t, "the pending launch", func() bool { return state().Pending != nil })
 	pending := *state().Pending
-	if err := stuck.cmd.Process.Kill(); err != nil {
+	if err := stuck.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	stuck.cmd.Wait()
+	stuck.Cmd.Wait()
 	if c, _ := st.Counts(ctx); c.Runs != 0 {
 		t.Fatalf("%d runs before the launch was handed over", c.Runs)
 	}
 
 	next := startChild(t, db, locksDir, ws, "ok")
-	waitFor(t, "the launch", func() bool { return state().Pending == nil })
-	// Let it poll a few more times (every second): the change must not
-	// launch again.
-	launched := time.Now()
-	waitFor(t, "more polls", func() bool { return time.Since(launched) > 3*time.Second })
+	for state().Pending != nil { // the launch happens in a poll
+		next.expectPoll(t)
+	}
+	// Let it poll a few more times: the change must not launch again.
+	for range 3 {
+		next.expectPoll(t)
+	}
 	next.stop(t)
 	fires, _ := st.ListFires(ctx, id, 0)
 	if c, _ := st.Counts(ctx); c.Runs != 1 || len(fires) != 1 || !fires[0].Nominal.Equal(pending.Nominal) || fires[0].Outcome != store.FireQueued {
@@ -272,5 +266,20 @@ func TestPendingLaunchSurvivesSIGKILL(t *testing.T) {
 	}
 	if s := state(); s.Observation != pending.Observation || !strings.HasPrefix(s.Observation, "sha256:") {
 		t.Fatalf("observation %q, want the pending one %q", s.Observation, pending.Observation)
+	}
+}
+
+// pollFor polls cond, which reads what other processes wrote to the
+// store, until it holds; the test's deadline bounds the wait. Schedulers
+// in this process signal instead (watch).
+func pollFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if dl, ok := t.Deadline(); ok && time.Until(dl) < time.Second {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		<-tick.C
 	}
 }

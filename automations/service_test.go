@@ -126,6 +126,49 @@ func TestCreateIsIdempotentOnOwnerAndKey(t *testing.T) {
 	}
 }
 
+func TestWorkflowTargetsReloadChangedFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, dir := workflowService(t)
+	tg := svc.Targets.(*WorkflowTargets)
+	if _, err := tg.Prepare(ctx, "bye", nil); !errors.Is(err, workflows.ErrNotFound) {
+		t.Fatalf("unknown target: %v", err)
+	}
+	writeFile(t, filepath.Join(dir, "bye.yaml"), "steps:\n  - id: a\n    exec: [\"true\"]\n")
+	r, err := tg.Prepare(ctx, "bye", nil)
+	if err != nil || r.Target != "bye" || string(r.Input) != "{}" || !strings.HasPrefix(r.ID, "run_") {
+		t.Fatalf("new workflow: %+v, %v", r, err)
+	}
+	writeFile(t, filepath.Join(dir, "bye.yaml"), "steps: [oops")
+	if _, err := tg.Prepare(ctx, "bye", nil); err == nil || !strings.Contains(err.Error(), "bye.yaml") {
+		t.Fatalf("broken workflow: %v", err)
+	}
+}
+
+func TestSummaries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := workflowService(t)
+	for _, sp := range []Spec{
+		{Key: "a", Target: "hello", Every: "1h"},
+		{Key: "b", Target: "hello", Cron: "0 3 * * *", TZ: "UTC"},
+	} {
+		if _, err := svc.Create(ctx, CreateParams{Owner: "cli", Spec: sp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Pause(ctx, "b", "later"); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := Summaries(ctx, svc.Store)
+	if err != nil || len(sums) != 2 || sums[0].Schedule != "every 1h" || sums[1].Schedule != "cron 0 3 * * * (UTC)" || sums[1].Enabled || sums[1].Note != "later" {
+		t.Fatalf("Summaries = %+v, %v", sums, err)
+	}
+	if n, err := CountEnabled(ctx, svc.Store); err != nil || n != 1 {
+		t.Fatalf("CountEnabled = %d, %v", n, err)
+	}
+}
+
 func TestUpdateTakesTheEditLockAndChecksTheRevision(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -182,89 +225,5 @@ func TestUpdateTakesTheEditLockAndChecksTheRevision(t *testing.T) {
 	}
 	if _, err := svc.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("get after delete: %v", err)
-	}
-}
-
-func TestRollTakesTheScheduleLock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	svc, _ := workflowService(t)
-	if _, err := svc.Create(ctx, CreateParams{Owner: "cli", Spec: Spec{Key: "nightly", Target: "hello", Cron: "0 3 * * *", Input: json.RawMessage(`{"who":"ops"}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := svc.Roll(ctx, TriggerParams{Ref: "nightly", Input: json.RawMessage(`{"who":"roll"}`)})
-	if err != nil || rep.Outcome != store.FireQueued || rep.RunID == "" {
-		t.Fatalf("roll: %+v, %v", rep, err)
-	}
-	r, err := svc.Store.GetRun(ctx, rep.RunID)
-	if err != nil || string(r.Input) != `{"who":"roll"}` || r.Trigger.Kind != "automation" || !r.Trigger.Nominal.Equal(rep.Nominal) {
-		t.Fatalf("queued run: %+v, %v", r, err)
-	}
-	var lit struct {
-		Version      int
-		File, Source string
-		Input        map[string]any
-	}
-	if err := json.Unmarshal(r.Literals, &lit); err != nil || lit.Version != 1 || lit.Source != helloYAML || lit.Input["who"] != "roll" {
-		t.Fatalf("literals: %s, %v", r.Literals, err)
-	}
-	// Overlap skip: the first run is still queued.
-	if rep, err := svc.Roll(ctx, TriggerParams{Ref: "nightly"}); err != nil || rep.Outcome != store.FireSkipped {
-		t.Fatalf("second roll: %+v, %v", rep, err)
-	}
-	l, err := locks.TryLock(svc.LocksDir, "schedule:nightly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock()
-	var held *locks.HeldError
-	if _, err := svc.Roll(ctx, TriggerParams{Ref: "nightly"}); !errors.As(err, &held) || held.Holder.PID != os.Getpid() {
-		t.Fatalf("roll under a held lock: %v", err)
-	}
-	if _, err := svc.Roll(ctx, TriggerParams{Ref: "nope"}); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("roll of an unknown key: %v", err)
-	}
-}
-
-func TestWorkflowTargetsReloadChangedFiles(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	svc, dir := workflowService(t)
-	tg := svc.Targets.(*WorkflowTargets)
-	if _, err := tg.Prepare(ctx, "bye", nil); !errors.Is(err, workflows.ErrNotFound) {
-		t.Fatalf("unknown target: %v", err)
-	}
-	writeFile(t, filepath.Join(dir, "bye.yaml"), "steps:\n  - id: a\n    exec: [\"true\"]\n")
-	r, err := tg.Prepare(ctx, "bye", nil)
-	if err != nil || r.Target != "bye" || string(r.Input) != "{}" || !strings.HasPrefix(r.ID, "run_") {
-		t.Fatalf("new workflow: %+v, %v", r, err)
-	}
-	writeFile(t, filepath.Join(dir, "bye.yaml"), "steps: [oops")
-	if _, err := tg.Prepare(ctx, "bye", nil); err == nil || !strings.Contains(err.Error(), "bye.yaml") {
-		t.Fatalf("broken workflow: %v", err)
-	}
-}
-
-func TestSummaries(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	svc, _ := workflowService(t)
-	for _, sp := range []Spec{
-		{Key: "a", Target: "hello", Every: "1h"},
-		{Key: "b", Target: "hello", Cron: "0 3 * * *", TZ: "UTC"},
-	} {
-		if _, err := svc.Create(ctx, CreateParams{Owner: "cli", Spec: sp}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := svc.Pause(ctx, "b", "later"); err != nil {
-		t.Fatal(err)
-	}
-	sums, err := Summaries(ctx, svc.Store)
-	if err != nil || len(sums) != 2 || sums[0].Schedule != "every 1h" || sums[1].Schedule != "cron 0 3 * * * (UTC)" || sums[1].Enabled || sums[1].Note != "later" {
-		t.Fatalf("Summaries = %+v, %v", sums, err)
-	}
-	if n, err := CountEnabled(ctx, svc.Store); err != nil || n != 1 {
-		t.Fatalf("CountEnabled = %d, %v", n, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,4 +165,120 @@ func nominals(fs []*store.AutomationFire) []string {
 		out = append(out, fmt.Sprintf("%s:%s", f.Nominal.Sub(t0), f.Outcome))
 	}
 	return out
+}
+
+// signals is what a scheduler's leader did; tests wait on it instead of
+// sleeping.
+type signals struct{ c chan struct{} }
+
+// watch makes s signal when it takes the lead and after every tick. Call
+// it before Start.
+func watch(s *Scheduler) *signals {
+	sg := &signals{c: make(chan struct{}, 64)}
+	s.hook = func(event string) {
+		if event != eventLead && event != eventTick {
+			return
+		}
+		select {
+		case sg.c <- struct{}{}:
+		default: // full: the waiter has signals to read and re-checks
+		}
+	}
+	return sg
+}
+
+// next waits for the leader's next signal.
+func (sg *signals) next(t *testing.T, what string) {
+	t.Helper()
+	timeout := time.Minute
+	if dl, ok := t.Deadline(); ok {
+		timeout = time.Until(dl) - time.Second
+	}
+	select {
+	case <-sg.c:
+	case <-time.After(timeout):
+		t.Fatalf("gave up waiting: %s", what)
+	}
+}
+
+// until waits until cond holds, looking again each time the leader
+// signals.
+func (sg *signals) until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		sg.next(t, what)
+	}
+}
+
+// countingStore counts the fires a scheduler hands to the store: the
+// sizes of its FireMany batches and its single Fire calls. batched is
+// signalled after each batch.
+type countingStore struct {
+	store.Store
+	mu      sync.Mutex
+	batches []int
+	singles int
+	batched chan struct{}
+}
+
+func (c *countingStore) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
+	c.mu.Lock()
+	c.singles++
+	c.mu.Unlock()
+	return c.Store.Fire(ctx, p)
+}
+
+func (c *countingStore) FireMany(ctx context.Context, ps []store.FireParams) ([]store.FireOutcome, error) {
+	outs, err := c.Store.FireMany(ctx, ps)
+	c.mu.Lock()
+	c.batches = append(c.batches, len(ps))
+	c.mu.Unlock()
+	if c.batched != nil {
+		c.batched <- struct{}{}
+	}
+	return outs, err
+}
+
+func (c *countingStore) counts() (batches []int, singles int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.batches...), c.singles
+}
+
+// versionedTargets are stubTargets whose definitions have a version.
+type versionedTargets struct {
+	*stubTargets
+	version atomic.Int64
+}
+
+func (v *versionedTargets) Version() (string, error) {
+	return strconv.FormatInt(v.version.Load(), 10), nil
+}
+
+// counted gives e a scheduler whose store counts fires, over targets with
+// a version.
+func (e *env) counted() (*countingStore, *versionedTargets) {
+	cs := &countingStore{Store: e.store}
+	vt := &versionedTargets{stubTargets: e.targets}
+	e.sched = New(Config{Store: cs, LocksDir: e.svc.LocksDir, Targets: vt, Workspace: e.dir, Clock: e.clock, Runs: e.runs})
+	return cs, vt
+}
+
+// tick sets the fake clock to at and runs one wake-up of the leader.
+func (e *env) tick(at time.Time) time.Time {
+	e.t.Helper()
+	e.clock.Set(at)
+	next := e.sched.tick(e.ctx)
+	e.sched.polls.Wait()
+	return next
+}
+
+// slot wakes the leader as its timers would around a slot: Ahead before
+// it (to prepare it), then at it.
+func (e *env) slot(at time.Time) {
+	e.t.Helper()
+	if wake := e.tick(at.Add(-e.sched.cfg.Ahead)); !wake.Equal(at) {
+		e.t.Fatalf("prepared %v ahead, the leader wakes at %v, want the slot", e.sched.cfg.Ahead, wake.Sub(t0))
+	}
+	e.tick(at)
 }

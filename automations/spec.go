@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations/schedule"
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workflows"
 )
@@ -99,7 +100,7 @@ func normalize(sp Spec) (normalized, error) {
 	case store.OverlapAllow, store.OverlapBufferOne:
 		n.overlap = sp.Overlap
 	default:
-		return n, specErrf("overlap", "%q: use skip, allow or buffer_one", short(sp.Overlap))
+		return n, specErrf("overlap", "%q: use skip, allow or buffer_one", text.Shorten(sp.Overlap, maxShown))
 	}
 	m, err := schedule.ParseMissedPolicy(sp.Missed)
 	if err != nil {
@@ -221,17 +222,17 @@ func CheckGlob(g string) (string, error) {
 	case len(g) > 1024:
 		return "", errors.New("a glob is longer than 1024 bytes")
 	case strings.HasPrefix(g, "/") || strings.HasPrefix(g, `\`) || filepath.IsAbs(g) || filepath.VolumeName(g) != "":
-		return "", fmt.Errorf("%q is absolute; write it relative to the workspace", short(g))
+		return "", fmt.Errorf("%q is absolute; write it relative to the workspace", text.Shorten(g, maxShown))
 	}
 	for _, c := range strings.FieldsFunc(g, func(r rune) bool { return r == '/' || r == '\\' }) {
 		if c == ".." {
-			return "", fmt.Errorf("%q leaves the workspace (has a \"..\" component)", short(g))
+			return "", fmt.Errorf("%q leaves the workspace (has a \"..\" component)", text.Shorten(g, maxShown))
 		}
 	}
 	clean := path.Clean(strings.ReplaceAll(g, `\`, "/"))
 	for _, seg := range strings.Split(clean, "/") {
 		if _, err := path.Match(seg, ""); err != nil {
-			return "", fmt.Errorf("bad glob %q: %w", short(g), err)
+			return "", fmt.Errorf("bad glob %q: %w", text.Shorten(g, maxShown), err)
 		}
 	}
 	return clean, nil
@@ -305,10 +306,5 @@ func Describe(t store.AutomationTrigger) string {
 	return t.Kind
 }
 
-func short(s string) string {
-	const max = 60
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
-}
+// maxShown is how many runes of a user's string an error message quotes.
+const maxShown = 60

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -45,60 +46,10 @@ func ConfigKey(workflow string, i int) string { return workflow + ":" + strconv.
 // idempotent or revision-checked store write.
 func Sync(ctx context.Context, p SyncParams) (SyncReport, error) {
 	rep := SyncReport{Created: []string{}, Updated: []string{}, Deleted: []string{}, Problems: []string{}}
-	now := time.Now()
-	if p.Clock != nil {
-		now = p.Clock.Now()
-	}
+	now := clock.OrReal(p.Clock).Now()
 	defs, errs := workflows.LoadDir(p.Dir)
-	broken := map[string]bool{} // source files whose automations are kept
-	for _, err := range errs {
-		rep.Problems = append(rep.Problems, err.Error())
-		var we *workflows.Error
-		if errors.As(err, &we) {
-			broken[filepath.Base(we.File)] = true
-		}
-		var de *workflows.DuplicateError
-		if errors.As(err, &de) {
-			for _, f := range de.Files {
-				broken[filepath.Base(f)] = true
-			}
-		}
-	}
-	type want struct {
-		a    *store.Automation
-		keep bool // invalid now: leave the stored one alone
-	}
-	wanted := map[string]want{}
-	names := make([]string, 0, len(defs))
-	for name := range defs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		w := defs[name]
-		src := filepath.Base(w.File)
-		for i, t := range w.On {
-			key := ConfigKey(w.Name, i)
-			if err := ids.Validate("automation key", key); err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: on[%d]: %v", src, i, err))
-				continue
-			}
-			ev := ""
-			if t.Every > 0 {
-				ev = t.Every.String()
-			}
-			trig, err := normalizeTrigger(t.Cron, t.TZ, ev, t.Files, t.URL)
-			if err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: on[%d]: %v", src, i, err))
-				wanted[key] = want{keep: true}
-				continue
-			}
-			wanted[key] = want{a: &store.Automation{
-				ID: ids.New("aut"), Key: key, Owner: store.OwnerConfig, Target: w.Name,
-				Trigger: trig, Enabled: true, Source: src, CreatedAt: now, UpdatedAt: now,
-			}}
-		}
-	}
+	broken := rep.brokenSources(errs)
+	wanted := rep.wanted(defs, now)
 	existing, err := p.Store.ListAutomations(ctx, store.AutomationFilter{Owner: store.OwnerConfig})
 	if err != nil {
 		return rep, fmt.Errorf("sync workflow triggers: %w", err)
@@ -107,41 +58,11 @@ func Sync(ctx context.Context, p SyncParams) (SyncReport, error) {
 	for _, a := range existing {
 		have[a.Key] = a
 	}
-	keys := make([]string, 0, len(wanted))
-	for k := range wanted {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		w := wanted[key]
-		if w.keep {
-			continue
-		}
-		cur, ok := have[key]
-		if !ok {
-			err := p.Store.CreateAutomation(ctx, w.a)
-			switch {
-			case errors.Is(err, store.ErrExists): // another process was first
-			case err != nil:
+	for _, key := range slices.Sorted(maps.Keys(wanted)) {
+		if w := wanted[key]; w.a != nil {
+			if err := rep.put(ctx, p.Store, w.a, have[key], now); err != nil {
 				return rep, fmt.Errorf("sync workflow triggers: %w", err)
-			default:
-				rep.Created = append(rep.Created, key)
 			}
-			continue
-		}
-		if cur.Target == w.a.Target && cur.Source == w.a.Source && cur.Trigger.Equal(w.a.Trigger) {
-			continue
-		}
-		next := store.CloneAutomation(cur)
-		next.Target, next.Source, next.Trigger, next.UpdatedAt = w.a.Target, w.a.Source, w.a.Trigger, now
-		err := p.Store.UpdateAutomation(ctx, next, cur.Revision)
-		switch {
-		case errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound):
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s changed while syncing; the next sync retries", key))
-		case err != nil:
-			return rep, fmt.Errorf("sync workflow triggers: %w", err)
-		default:
-			rep.Updated = append(rep.Updated, key)
 		}
 	}
 	for _, a := range existing {
@@ -158,4 +79,92 @@ func Sync(ctx context.Context, p SyncParams) (SyncReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// brokenSources reports the files that did not load, whose automations
+// are kept as they are.
+func (rep *SyncReport) brokenSources(errs []error) map[string]bool {
+	broken := map[string]bool{}
+	for _, err := range errs {
+		rep.Problems = append(rep.Problems, err.Error())
+		var we *workflows.Error
+		if errors.As(err, &we) {
+			broken[filepath.Base(we.File)] = true
+		}
+		var de *workflows.DuplicateError
+		if errors.As(err, &de) {
+			for _, f := range de.Files {
+				broken[filepath.Base(f)] = true
+			}
+		}
+	}
+	return broken
+}
+
+// wantedTrigger is the automation one trigger asks for; a nil a means the
+// trigger is invalid now and the stored automation is left alone.
+type wantedTrigger struct{ a *store.Automation }
+
+// wanted returns the automations the loaded workflows' triggers ask for,
+// by key.
+func (rep *SyncReport) wanted(defs map[string]*workflows.Workflow, now time.Time) map[string]wantedTrigger {
+	wanted := map[string]wantedTrigger{}
+	for _, name := range slices.Sorted(maps.Keys(defs)) {
+		w := defs[name]
+		src := filepath.Base(w.File)
+		for i, t := range w.On {
+			problem := func(err error) { rep.Problems = append(rep.Problems, fmt.Sprintf("%s: on[%d]: %v", src, i, err)) }
+			key := ConfigKey(w.Name, i)
+			if err := ids.Validate("automation key", key); err != nil {
+				problem(err)
+				continue
+			}
+			ev := ""
+			if t.Every > 0 {
+				ev = t.Every.String()
+			}
+			trig, err := normalizeTrigger(t.Cron, t.TZ, ev, t.Files, t.URL)
+			if err != nil {
+				problem(err)
+				wanted[key] = wantedTrigger{}
+				continue
+			}
+			wanted[key] = wantedTrigger{a: &store.Automation{
+				ID: ids.New("aut"), Key: key, Owner: store.OwnerConfig, Target: w.Name,
+				Trigger: trig, Enabled: true, Source: src, CreatedAt: now, UpdatedAt: now,
+			}}
+		}
+	}
+	return wanted
+}
+
+// put creates want, or updates cur (kept history, kept paused state) to
+// match it.
+func (rep *SyncReport) put(ctx context.Context, st store.Store, want, cur *store.Automation, now time.Time) error {
+	if cur == nil {
+		err := st.CreateAutomation(ctx, want)
+		switch {
+		case errors.Is(err, store.ErrExists): // another process was first
+		case err != nil:
+			return err
+		default:
+			rep.Created = append(rep.Created, want.Key)
+		}
+		return nil
+	}
+	if cur.Target == want.Target && cur.Source == want.Source && cur.Trigger.Equal(want.Trigger) {
+		return nil
+	}
+	next := store.CloneAutomation(cur)
+	next.Target, next.Source, next.Trigger, next.UpdatedAt = want.Target, want.Source, want.Trigger, now
+	err := st.UpdateAutomation(ctx, next, cur.Revision)
+	switch {
+	case errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound):
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s changed while syncing; the next sync retries", want.Key))
+	case err != nil:
+		return err
+	default:
+		rep.Updated = append(rep.Updated, want.Key)
+	}
+	return nil
 }

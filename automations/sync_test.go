@@ -132,11 +132,12 @@ func TestOneSchedulerLeadsAndAnotherTakesOver(t *testing.T) {
 		return New(Config{Store: st, LocksDir: locksDir, Targets: &WorkflowTargets{Dir: dir}, Workspace: ws, WorkflowsDir: dir, LockRetry: 20 * time.Millisecond, Check: 20 * time.Millisecond})
 	}
 	a, b := newSched(), newSched()
+	sa, sb := watch(a), watch(b)
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer a.Stop()
-	waitFor(t, "a leads", a.Leading)
+	sa.until(t, "a leads", a.Leading)
 	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestOneSchedulerLeadsAndAnotherTakesOver(t *testing.T) {
 		t.Fatal("a second Start succeeded")
 	}
 	// The leader synced the workflow file on taking the lead.
-	waitFor(t, "the triggers synced", func() bool {
+	sa.until(t, "the triggers synced", func() bool {
 		c, _ := st.Counts(ctx)
 		return c.Automations == 4
 	})
@@ -154,22 +155,11 @@ func TestOneSchedulerLeadsAndAnotherTakesOver(t *testing.T) {
 	}
 	a.Stop()
 	a.Stop() // idempotent
-	waitFor(t, "b takes over", b.Leading)
+	sb.until(t, "b takes over", b.Leading)
 	// The new leader notices a changed file within Check.
 	writeFile(t, filepath.Join(dir, "nightly.yaml"), "name: nightly\nsteps:\n  - id: a\n    exec: [\"true\"]\n")
-	waitFor(t, "the removal synced", func() bool {
+	sb.until(t, "the removal synced", func() bool {
 		c, _ := st.Counts(ctx)
 		return c.Automations == 0
 	})
-}
-
-// waitFor polls cond until it holds; the test's deadline bounds the wait.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if dl, ok := t.Deadline(); ok && time.Until(dl) < time.Second {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -122,6 +122,6 @@ func readHolder(path string) Holder {
 		if i == recordRetries {
 			return Holder{}
 		}
-		time.Sleep(time.Duration(i+1) * time.Millisecond)
+		<-wall.NewTimer(time.Duration(i+1) * time.Millisecond).C()
 	}
 }

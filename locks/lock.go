@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
 )
 
@@ -97,17 +98,22 @@ func Acquire(ctx context.Context, dir, name string) (*Lock, error) {
 		if !errors.Is(err, errBusy) {
 			return l, err
 		}
-		t := time.NewTimer(delay/2 + rand.N(delay/2+1)) // jitter keeps waiters apart
+		t := wall.NewTimer(delay/2 + rand.N(delay/2+1)) // jitter keeps waiters apart
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			held := &HeldError{Name: name, Holder: readHolder(path)}
 			return nil, fmt.Errorf("acquire lock: %w: %w", context.Cause(ctx), held)
-		case <-t.C:
+		case <-t.C():
 		}
 		delay = min(2*delay, maxPoll)
 	}
 }
+
+// wall is the clock locks read for the holder record's time and for
+// Acquire's and readHolder's waits. The kernel lock, not this clock,
+// decides who holds a lock, so the tests of waiting use real processes.
+var wall clock.Clock = clock.Real{}
 
 // Poll bounds for Acquire.
 const (
@@ -215,7 +221,7 @@ func take(path, name string, h *hooks) (*Lock, error) {
 			continue
 		}
 		l := &Lock{name: name, path: path, fl: fl, w: w}
-		if err := l.writeRecord(time.Now()); err != nil {
+		if err := l.writeRecord(wall.Now()); err != nil {
 			return nil, errors.Join(err, l.Unlock())
 		}
 		return l, nil

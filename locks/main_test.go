@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/reexec"
 	"go.uber.org/goleak"
 )
 
@@ -50,9 +52,7 @@ func runChild(args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Println("locked")
-		_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until EOF
-		if err := l.Unlock(); err != nil {
+		if err := holdUntilEOF(l); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -65,9 +65,7 @@ func runChild(args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Println("locked")
-		_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until EOF
-		if err := l.Unlock(); err != nil {
+		if err := holdUntilEOF(l); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -94,6 +92,13 @@ func runChild(args []string) int {
 	default:
 		return fail(fmt.Errorf("bad child arguments %q", args))
 	}
+}
+
+// holdUntilEOF says "locked" and holds l until stdin closes.
+func holdUntilEOF(l interface{ Unlock() error }) error {
+	fmt.Println("locked")
+	_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until EOF
+	return l.Unlock()
 }
 
 func contend(dir, name, file string, n int) error {
@@ -149,39 +154,13 @@ func startChild(t *testing.T, args ...string) *child {
 // startChildWith is startChild with a chance to adjust the command first.
 func startChildWith(t *testing.T, adjust func(*exec.Cmd), args ...string) *child {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	// Under -race a process sleeps a second at exit unless told not to.
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "GORACE="+gorace)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if adjust != nil {
-		adjust(cmd)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	c := reexec.Start(t, reexec.Params{Env: []string{childEnv + "=1"}, Args: args, Adjust: adjust})
 	return &child{
-		cmd:    cmd,
-		stdin:  stdin,
-		stdout: bufio.NewReader(stdout),
+		cmd:    c.Cmd,
+		stdin:  c.Stdin,
+		stdout: c.Stdout,
 		write: func(s string) error {
-			_, err := stdin.Write([]byte(s))
+			_, err := io.WriteString(c.Stdin, s)
 			return err
 		},
 	}

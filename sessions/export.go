@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -259,9 +260,5 @@ func oneLine(raw json.RawMessage) string {
 			s = string(raw)
 		}
 	}
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return s
+	return text.OneLine(s, 200)
 }

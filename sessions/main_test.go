@@ -66,13 +66,11 @@ func childAppend(ctx context.Context, st store.Store, id string) error {
 	return nil
 }
 
-// childCompact compacts the session with the summary in CAIRN_SUMMARY_FILE.
+// childCompact compacts the session with the summary in
+// CAIRN_SUMMARY_FILE once the parent says go (a line on stdin), so that the
+// parent can start it ahead, while it checks the previous child's work.
 // With CAIRN_CRASH_AT set it kills itself (SIGKILL) at that step.
 func childCompact(ctx context.Context, st store.Store, id string) error {
-	summary, err := os.ReadFile(os.Getenv("CAIRN_SUMMARY_FILE"))
-	if err != nil {
-		return err
-	}
 	m := sessions.New(st, sessions.Options{MemoryDir: os.Getenv("CAIRN_MEMORY"), LocksDir: os.Getenv("CAIRN_LOCKS")})
 	if at := os.Getenv("CAIRN_CRASH_AT"); at != "" {
 		sessions.SetHook(m, func(step string) error {
@@ -84,6 +82,13 @@ func childCompact(ctx context.Context, st store.Store, id string) error {
 		})
 	}
 	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return fmt.Errorf("wait for go: %w", err)
+	}
+	summary, err := os.ReadFile(os.Getenv("CAIRN_SUMMARY_FILE"))
+	if err != nil {
+		return err
+	}
 	res, err := m.Compact(ctx, sessions.CompactParams{SessionID: id, Summary: string(summary)})
 	if err != nil {
 		return err

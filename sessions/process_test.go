@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 // child is a re-executed test binary running one of runChild's modes.
@@ -29,27 +29,25 @@ type child struct {
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	stderr *strings.Builder
+	ready  bool // it said "ready"
 }
 
 func startChild(t *testing.T, mode string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// GORACE: a race-enabled child would otherwise sleep a second on exit.
-	cmd.Env = append(os.Environ(), append([]string{"CAIRN_SESSIONS_CHILD=" + mode, "GORACE=atexit_sleep_ms=0"}, env...)...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	stderr := &strings.Builder{}
+	c := reexec.Start(t, reexec.Params{Env: append([]string{"CAIRN_SESSIONS_CHILD=" + mode}, env...), Args: []string{"-test.run=^$"}, Stderr: stderr})
+	return &child{cmd: c.Cmd, stdin: c.Stdin, stdout: c.Stdout, stderr: stderr}
+}
+
+// start tells a child waiting after "ready" to go.
+func (c *child) start(t *testing.T) {
+	t.Helper()
+	if !c.ready {
+		c.expect(t, "ready")
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
+		t.Fatalf("start child: %v", err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(out), stderr: &strings.Builder{}}
-	cmd.Stderr = c.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // expect reads the child's next stdout line and checks its first word.
@@ -60,36 +58,31 @@ func (c *child) expect(t *testing.T, word string) string {
 		c.cmd.Wait()
 		t.Fatalf("child said %q (%v), want %q; stderr: %s", line, err, word, c.stderr.String())
 	}
+	c.ready = c.ready || word == "ready"
 	return strings.TrimSpace(line)
 }
 
-// TestAppendFromManyProcesses: 8 processes append 500 messages each, one
+// TestAppendFromManyProcesses: 8 processes append 250 messages each, one
 // per call, to one session at once: every message lands exactly once and
-// each process's messages keep their order.
+// each process's messages keep their order. (An append costs about 10 ms
+// of CPU under the race detector, so 2000 contended appends already take
+// a quarter of a minute on two cores.)
 func TestAppendFromManyProcesses(t *testing.T) {
 	t.Parallel()
-	const procs, each = 8, 500
+	const procs, each = 8, 250
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "state.sqlite3")
-	st, err := sqlite.Open(ctx, db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := sessions.New(st, sessions.Options{})
-	if _, _, err := m.Create(ctx, sessions.CreateParams{ID: "ses_many"}); err != nil {
-		t.Fatal(err)
-	}
+	f := setup(t, sessions.Options{})
+	m, db := f.m, f.db
+	f.create(t, "ses_many")
 	children := make([]*child, procs)
 	for p := range procs {
 		children[p] = startChild(t, "append", "CAIRN_DB="+db, "CAIRN_SESSION=ses_many", fmt.Sprintf("CAIRN_PROC=%d", p), fmt.Sprintf("CAIRN_COUNT=%d", each))
 	}
-	for _, c := range children {
+	for _, c := range children { // all start together
 		c.expect(t, "ready")
 	}
-	for _, c := range children { // all start together
-		io.WriteString(c.stdin, "go\n")
+	for _, c := range children {
+		c.start(t)
 	}
 	for p, c := range children {
 		if err := c.cmd.Wait(); err != nil {
@@ -158,19 +151,10 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		randomKills = 20
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "state.sqlite3")
-	memDir, locksDir := filepath.Join(dir, "memory"), filepath.Join(dir, "locks")
-	st, err := sqlite.Open(ctx, db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := sessions.New(st, sessions.Options{MemoryDir: memDir, LocksDir: locksDir})
+	f := setup(t, sessions.Options{})
+	m, st, dir, db, memDir, locksDir := f.m, f.st, f.dir, f.db, f.memDir, f.locksDir
 	const id = "ses_crash"
-	if _, _, err := m.Create(ctx, sessions.CreateParams{ID: id}); err != nil {
-		t.Fatal(err)
-	}
+	f.create(t, id)
 	memPath := m.MemoryPath(id)
 
 	var (
@@ -179,7 +163,28 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		outcomes = map[string]int{}
 	)
 	iterations := len(crashSteps) + 1 + randomKills // one calibration run
+	sumFile := filepath.Join(dir, "summary.txt")
+	// Children are started a few iterations ahead: starting one (a
+	// race-enabled binary opening the store) takes longer than a
+	// compaction, and they wait for "go" before they touch the session.
+	const ahead = 2
+	var queued []*child
 	for i := range iterations {
+		for n := len(queued); n <= ahead && i+n < iterations; n++ {
+			env := []string{"CAIRN_DB=" + db, "CAIRN_SESSION=" + id, "CAIRN_MEMORY=" + memDir, "CAIRN_LOCKS=" + locksDir, "CAIRN_SUMMARY_FILE=" + sumFile}
+			if i+n < len(crashSteps) {
+				env = append(env, "CAIRN_CRASH_AT="+crashSteps[i+n])
+			}
+			queued = append(queued, startChild(t, "compact", env...))
+		}
+		c := queued[0]
+		queued = queued[1:]
+		if len(queued) > 0 {
+			// The next child has started up: a compaction then always
+			// shares the machine with one child starting, the calibration
+			// run's as well.
+			queued[0].expect(t, "ready")
+		}
 		var texts []sessions.MessageInput
 		for k := range 3 {
 			texts = append(texts, sessions.TextMessage(store.RoleUser, fmt.Sprintf("turn %d.%d", i, k)))
@@ -189,16 +194,10 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		}
 		before := readAll(t, m, id)
 		summary := makeSummary(i)
-		sumFile := filepath.Join(dir, "summary.txt")
 		if err := os.WriteFile(sumFile, []byte(summary), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		env := []string{"CAIRN_DB=" + db, "CAIRN_SESSION=" + id, "CAIRN_MEMORY=" + memDir, "CAIRN_LOCKS=" + locksDir, "CAIRN_SUMMARY_FILE=" + sumFile}
-		if i < len(crashSteps) {
-			env = append(env, "CAIRN_CRASH_AT="+crashSteps[i])
-		}
-		c := startChild(t, "compact", env...)
-		c.expect(t, "ready")
+		c.start(t)
 		start := time.Now()
 		switch {
 		case i < len(crashSteps): // it kills itself

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cairnhq/cairn/internal/text"
 )
 
 // Error is one problem found while loading a workflow file. It names the
@@ -52,14 +54,8 @@ type InputError struct{ Problems []string }
 
 func (e *InputError) Error() string { return "input: " + strings.Join(e.Problems, "; ") }
 
-// shorten keeps hostile names readable in messages.
-func shorten(s string) string {
-	const max = 40
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
-}
+// shorten keeps hostile names readable in messages: 40 runes at most.
+func shorten(s string) string { return text.Shorten(s, 40) }
 
 // maxProblems bounds the number of problems reported for one file.
 const maxProblems = 20

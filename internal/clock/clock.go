@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -28,6 +29,15 @@ type Timer interface {
 // Real is the wall clock.
 type Real struct{}
 
+// OrReal returns c, or the wall clock when c is nil, so that a config's
+// nil Clock means "real".
+func OrReal(c Clock) Clock {
+	if c == nil {
+		return Real{}
+	}
+	return c
+}
+
 func (Real) Now() time.Time { return time.Now() }
 
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
@@ -43,6 +53,7 @@ type Fake struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	armed  chan struct{} // closed when a timer is armed; see BlockUntil
 }
 
 // NewFake returns a fake clock reading start.
@@ -60,6 +71,7 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	t := &fakeTimer{f: f, c: make(chan time.Time, 1), when: f.now.Add(d), active: true}
 	f.timers = append(f.timers, t)
 	f.fireLocked()
+	f.armedLocked()
 	return t
 }
 
@@ -79,11 +91,32 @@ func (f *Fake) Set(t time.Time) {
 	f.fireLocked()
 }
 
-// Timers reports how many timers are waiting, so a test can wait until the
-// code under test has armed one before advancing.
+// Timers reports how many timers are waiting.
 func (f *Fake) Timers() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.activeLocked()
+}
+
+// BlockUntil waits until at least n timers are waiting, so that a test
+// advances the clock only once the code under test has armed its timer.
+func (f *Fake) BlockUntil(n int) {
+	for {
+		f.mu.Lock()
+		if f.activeLocked() >= n {
+			f.mu.Unlock()
+			return
+		}
+		if f.armed == nil {
+			f.armed = make(chan struct{})
+		}
+		armed := f.armed
+		f.mu.Unlock()
+		<-armed
+	}
+}
+
+func (f *Fake) activeLocked() int {
 	n := 0
 	for _, t := range f.timers {
 		if t.active {
@@ -91,6 +124,14 @@ func (f *Fake) Timers() int {
 		}
 	}
 	return n
+}
+
+// armedLocked wakes the BlockUntil callers after a timer was armed.
+func (f *Fake) armedLocked() {
+	if f.armed != nil {
+		close(f.armed)
+		f.armed = nil
+	}
 }
 
 func (f *Fake) fireLocked() {
@@ -125,6 +166,8 @@ func (t *fakeTimer) Stop() bool {
 	defer t.f.mu.Unlock()
 	was := t.active
 	t.active = false
+	// Drop it from the waiting timers, so that a Reset adds it once.
+	t.f.timers = slices.DeleteFunc(t.f.timers, func(o *fakeTimer) bool { return o == t })
 	return was
 }
 
@@ -138,5 +181,6 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 		t.f.timers = append(t.f.timers, t)
 	}
 	t.f.fireLocked()
+	t.f.armedLocked()
 	return was
 }

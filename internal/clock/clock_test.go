@@ -53,3 +53,30 @@ func TestFakeTimerStopAndReset(t *testing.T) {
 		t.Fatal("reset timer did not fire")
 	}
 }
+
+func TestOrReal(t *testing.T) {
+	t.Parallel()
+	if _, ok := OrReal(nil).(Real); !ok {
+		t.Fatalf("OrReal(nil) = %T, want Real", OrReal(nil))
+	}
+	f := NewFake(time.Unix(0, 0))
+	if OrReal(f) != Clock(f) {
+		t.Fatal("OrReal(fake) is not the fake")
+	}
+}
+
+func TestBlockUntilWaitsForATimer(t *testing.T) {
+	t.Parallel()
+	f := NewFake(time.Unix(0, 0))
+	f.BlockUntil(0) // nothing to wait for
+	armed := make(chan Timer)
+	go func() { armed <- f.NewTimer(time.Second) }()
+	f.BlockUntil(1)
+	tm := <-armed
+	tm.Stop()
+	go func() { tm.Reset(time.Second) }()
+	f.BlockUntil(1) // a Reset arms it again
+	if n := f.Timers(); n != 1 {
+		t.Fatalf("Timers() = %d after BlockUntil(1)", n)
+	}
+}

@@ -1,0 +1,70 @@
+package sessions_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/cairnhq/cairn/sessions"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+type fixture struct {
+	m                *sessions.Manager
+	st               *sqlite.Store
+	dir, db          string // the temporary folder and the database in it
+	memDir, locksDir string
+}
+
+// setup opens a SQLite store in a temporary folder and a Manager over it,
+// with its memory and locks folders there too.
+func setup(t *testing.T, opts sessions.Options) *fixture {
+	t.Helper()
+	return setupStore(t, opts, sqlite.Options{})
+}
+
+// setupStore is setup with store options.
+func setupStore(t *testing.T, opts sessions.Options, so sqlite.Options) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{dir: dir, db: filepath.Join(dir, "state.sqlite3"), memDir: filepath.Join(dir, "memory"), locksDir: filepath.Join(dir, "locks")}
+	st, err := sqlite.Open(context.Background(), f.db, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	opts.MemoryDir, opts.LocksDir = f.memDir, f.locksDir
+	f.st, f.m = st, sessions.New(st, opts)
+	return f
+}
+
+func (f *fixture) create(t *testing.T, id string) {
+	t.Helper()
+	if _, _, err := f.m.Create(context.Background(), sessions.CreateParams{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) say(t *testing.T, id string, texts ...string) {
+	t.Helper()
+	var msgs []sessions.MessageInput
+	for _, text := range texts {
+		msgs = append(msgs, sessions.TextMessage(store.RoleUser, text))
+	}
+	if _, err := f.m.Append(context.Background(), id, msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func intp(n int) *int { return &n }
+
+func textOf(t *testing.T, m *store.Message) string {
+	t.Helper()
+	var parts []struct{ Text string }
+	if err := json.Unmarshal(m.Parts, &parts); err != nil || len(parts) == 0 {
+		t.Fatalf("parts %s: %v", m.Parts, err)
+	}
+	return parts[0].Text
+}
