@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -34,7 +36,7 @@ func runOutputURI(id string) string { return runURIPrefix + id + runOutputSuffix
 func parseRunURI(uri string) (id string, output bool, err error) {
 	rest, ok := strings.CutPrefix(uri, runURIPrefix)
 	if !ok {
-		return "", false, fmt.Errorf("unknown resource %q: Cairn serves cairn://runs/{run_id} and cairn://runs/{run_id}/output", clip(uri, 80))
+		return "", false, fmt.Errorf("unknown resource %q: Cairn serves cairn://runs/{run_id} and cairn://runs/{run_id}/output", text.Shorten(uri, 80))
 	}
 	if id, ok = strings.CutSuffix(rest, runOutputSuffix); ok {
 		output = true
@@ -312,11 +314,4 @@ func (s *Server) checkSubscribe(ctx context.Context, _ any, message any) error {
 		return fmt.Errorf("subscribe to %s: %w", m.Params.URI, err)
 	}
 	return nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

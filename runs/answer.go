@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 )
@@ -71,5 +73,5 @@ func checkAnswer(runID, answer string, choices []string) error {
 			return nil
 		}
 	}
-	return bad(fmt.Sprintf("%q is not one of the choices: %s", shorten(answer, 40), quoteList(choices)))
+	return bad(fmt.Sprintf("%q is not one of the choices: %s", text.Shorten(answer, 40), quoteList(choices)))
 }

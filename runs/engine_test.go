@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
@@ -235,7 +237,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := te.e.Launch(te.ctx, LaunchParams{Target: c.target, Input: json.RawMessage(c.input)})
 			if err == nil || !c.check(err) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Launch(%q, %q) = %v (%T); want %q", shorten(c.target, 20), c.input, err, err, c.want)
+				t.Fatalf("Launch(%q, %q) = %v (%T); want %q", text.Shorten(c.target, 20), c.input, err, err, c.want)
 			}
 		})
 	}
@@ -248,16 +250,16 @@ func TestBadInputStoresNothing(t *testing.T) {
 	}
 	for _, id := range []string{"../x", "a\x00b", strings.Repeat("r", 1024)} {
 		if _, err := te.e.Get(te.ctx, id); !isType[*ids.InvalidError](err) {
-			t.Fatalf("Get(%q): %v", shorten(id, 10), err)
+			t.Fatalf("Get(%q): %v", text.Shorten(id, 10), err)
 		}
 		if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: id, Answer: "x"}); !isType[*ids.InvalidError](err) {
-			t.Fatalf("Answer(%q): %v", shorten(id, 10), err)
+			t.Fatalf("Answer(%q): %v", text.Shorten(id, 10), err)
 		}
 		if _, err := te.e.Cancel(te.ctx, id); !isType[*ids.InvalidError](err) {
-			t.Fatalf("Cancel(%q): %v", shorten(id, 10), err)
+			t.Fatalf("Cancel(%q): %v", text.Shorten(id, 10), err)
 		}
 		if _, err := te.e.ReadOutput(te.ctx, id, ReadParams{}); !isType[*ids.InvalidError](err) {
-			t.Fatalf("ReadOutput(%q): %v", shorten(id, 10), err)
+			t.Fatalf("ReadOutput(%q): %v", text.Shorten(id, 10), err)
 		}
 	}
 	if _, err := te.e.Get(te.ctx, "run_missing"); !errors.Is(err, store.ErrNotFound) {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -222,18 +224,11 @@ func readRecords(rd io.Reader, limit int) ([]Record, int64, error) {
 		}
 		var r Record
 		if err := json.Unmarshal(body, &r); err != nil {
-			r = Record{Type: RecordNote, Text: "unreadable journal line: " + shorten(string(body), 200)}
+			r = Record{Type: RecordNote, Text: "unreadable journal line: " + text.Shorten(string(body), 200)}
 		}
 		out = append(out, r)
 	}
 	return out, consumed, nil
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // parseCursor turns a journal cursor (a byte offset) back into a number.
@@ -243,7 +238,7 @@ func parseCursor(c string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(c, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("read run output: invalid cursor %q (use the cursor a previous read returned, or none)", shorten(c, 40))
+		return 0, fmt.Errorf("read run output: invalid cursor %q (use the cursor a previous read returned, or none)", text.Shorten(c, 40))
 	}
 	return n, nil
 }

@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/host"
@@ -59,7 +61,7 @@ func (e *env) runsCommand() *cobra.Command {
 					if r.Question != nil {
 						note = "asks: " + r.Question.Text
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Status, r.CreatedAt.Local().Format(time.DateTime), oneLine(note, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Status, r.CreatedAt.Local().Format(time.DateTime), text.OneLine(note, 60))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -78,14 +80,6 @@ func (e *env) runsCommand() *cobra.Command {
 	f.StringVar(&cursor, "cursor", "", "continue a previous listing")
 	cmd.AddCommand(e.runsShowCommand())
 	return cmd
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 func (e *env) runsShowCommand() *cobra.Command {

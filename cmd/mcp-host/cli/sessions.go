@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/host"
@@ -101,21 +103,13 @@ func (e *env) listSessions(ctx context.Context, o listSessionsOptions) error {
 	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "ID\tMESSAGES\tUPDATED\tTITLE\n")
 	for _, s := range page.Sessions {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", s.ID, s.MessageCount, s.UpdatedAt.Local().Format(time.DateTime), oneLineTitle(s.Title))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", s.ID, s.MessageCount, s.UpdatedAt.Local().Format(time.DateTime), text.OneLine(s.Title, 60))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {
 		e.printf("more: mcp-host sessions list --cursor %s\n", page.NextCursor)
 	}
 	return nil
-}
-
-func oneLineTitle(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 60 {
-		s = string(r[:60]) + "…"
-	}
-	return s
 }
 
 func (e *env) sessionsShowCommand() *cobra.Command {

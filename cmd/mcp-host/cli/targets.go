@@ -10,6 +10,8 @@ import (
 	"sort"
 	"text/tabwriter"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
@@ -61,7 +63,7 @@ func (e *env) listCommand() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
 			for _, t := range out.Targets {
-				fmt.Fprintf(tw, "%s\t%s\n", t.Name, oneLine(t.Description, 80))
+				fmt.Fprintf(tw, "%s\t%s\n", t.Name, text.OneLine(t.Description, 80))
 			}
 			tw.Flush()
 			if len(out.Schedules) > 0 {
