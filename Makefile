@@ -15,6 +15,8 @@ lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './e2e/*'))"; \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@big="$$(git ls-files '*.go' | grep -v -e '_test\.go$$' -e '^bench/' | xargs wc -l | awk '$$2 != "total" && $$1 > 500')"; \
+	  if [ -n "$$big" ]; then echo "Go files over 500 lines (split them by job):"; echo "$$big"; exit 1; fi
 
 # -race turns on checkptr everywhere; in modernc.org's SQLite (C translated
 # to Go, unsafe by design) it checks nothing of ours and makes every
