@@ -161,19 +161,16 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*st
 			return fmt.Errorf("append to session %s: %w", sessionID, err)
 		}
 		first := sess.LastSeq - n + 1
-		var stmt *sql.Stmt
-		if len(msgs) > 1 {
-			if stmt, err = tx.PrepareContext(ctx, insertMessageSQL); err != nil {
-				return fmt.Errorf("append to session %s: %w", sessionID, err)
-			}
-			defer stmt.Close()
+		stmt, err := s.txStmt(ctx, tx, qInsertMessage)
+		if err != nil {
+			return fmt.Errorf("append to session %s: %w", sessionID, err)
 		}
 		for i, m := range msgs {
 			m.SessionID, m.Seq, m.CreatedAt = sessionID, first+int64(i), now
 			if m.ID == "" {
 				m.ID = ids.New("msg")
 			}
-			if err := insertMessage(ctx, tx, stmt, m); err != nil {
+			if err := insertMessage(ctx, stmt, m); err != nil {
 				return err
 			}
 		}
@@ -186,24 +183,16 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*st
 	return out, nil
 }
 
-const insertMessageSQL = "INSERT INTO session_messages (" + messageColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+var qInsertMessage = prepared("INSERT INTO session_messages (" + messageColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
 
-// insertMessage adds m; a taken id (or sequence number) wraps ErrExists.
-// stmt, when not nil, is insertMessageSQL prepared on tx.
-func insertMessage(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, m *store.Message) error {
+// insertMessage adds m with stmt, qInsertMessage prepared for the
+// transaction; a taken id (or sequence number) wraps ErrExists.
+func insertMessage(ctx context.Context, stmt *sql.Stmt, m *store.Message) error {
 	if len(m.Metadata) == 0 {
 		m.Metadata = json.RawMessage("{}")
 	}
 	args := []any{m.SessionID, m.Seq, m.ID, string(m.Role), string(m.Parts), string(m.Metadata), m.CreatedAt.UnixMilli()}
-	var (
-		res sql.Result
-		err error
-	)
-	if stmt != nil {
-		res, err = stmt.ExecContext(ctx, args...)
-	} else {
-		res, err = tx.ExecContext(ctx, insertMessageSQL, args...)
-	}
+	res, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("insert message %s into session %s: %w", m.ID, m.SessionID, err)
 	}
