@@ -270,9 +270,9 @@ func scanArchive(row rowScanner, withState bool) (*store.Archive, error) {
 	if withState {
 		a.State = json.RawMessage(state)
 	}
-	a.CreatedAt = time.UnixMilli(created).UTC()
+	a.CreatedAt = millisTime(created)
 	if settled != 0 {
-		a.SettledAt = time.UnixMilli(settled).UTC()
+		a.SettledAt = millisTime(settled)
 	}
 	return &a, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
@@ -82,10 +81,10 @@ func scanSession(row rowScanner) (*store.Session, error) {
 		return nil, err
 	}
 	if compacted != 0 {
-		sess.Summary.CompactedAt = time.UnixMilli(compacted).UTC()
+		sess.Summary.CompactedAt = millisTime(compacted)
 	}
-	sess.CreatedAt = time.UnixMilli(created).UTC()
-	sess.UpdatedAt = time.UnixMilli(updated).UTC()
+	sess.CreatedAt = millisTime(created)
+	sess.UpdatedAt = millisTime(updated)
 	return &sess, nil
 }
 
@@ -236,7 +235,7 @@ func listMessages(ctx context.Context, q querier, sessionID string, after int64,
 			return nil, fmt.Errorf("read messages of session %s: %w", sessionID, err)
 		}
 		m.Parts, m.Metadata = json.RawMessage(parts), json.RawMessage(metadata)
-		m.CreatedAt = time.UnixMilli(created).UTC()
+		m.CreatedAt = millisTime(created)
 		out = append(out, &m)
 	}
 	if err := rows.Err(); err != nil {
