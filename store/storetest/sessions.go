@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -211,23 +210,14 @@ func testConcurrentAppends(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	createSession(t, s, "ses_c")
 	const writers, each = 8, 25
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*each)
-	for w := range writers {
-		wg.Go(func() {
-			for i := range each {
-				_, err := s.AppendMessages(ctx, "ses_c", []*store.Message{textMsg(store.RoleUser, fmt.Sprintf("%d-%d", w, i))})
-				errs <- err
+	concurrently(t, writers, func(w int) error {
+		for i := range each {
+			if _, err := s.AppendMessages(ctx, "ses_c", []*store.Message{textMsg(store.RoleUser, fmt.Sprintf("%d-%d", w, i))}); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
 		}
-	}
+		return nil
+	})
 	msgs := allMessages(t, s, "ses_c")
 	if len(msgs) != writers*each {
 		t.Fatalf("%d messages, want %d", len(msgs), writers*each)

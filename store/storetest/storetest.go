@@ -4,6 +4,7 @@ package storetest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn/store"
@@ -56,4 +57,22 @@ func runCases(t *testing.T, newStore NewFunc, cases []storeCase) {
 // withStore is a case that needs one fresh store.
 func withStore(test func(t *testing.T, s store.Store)) func(*testing.T, NewFunc) {
 	return func(t *testing.T, newStore NewFunc) { test(t, open(t, newStore)) }
+}
+
+// concurrently runs fn(0) to fn(n-1) in n goroutines, waits for them all,
+// then fails the test with the first error any returned.
+func concurrently(t *testing.T, n int, fn func(i int) error) {
+	t.Helper()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs <- fn(i) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
