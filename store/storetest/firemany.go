@@ -24,12 +24,12 @@ func scheduledFire(id string, nominal time.Time, run string) store.FireParams {
 
 func testFireMany(t *testing.T, newStore NewFunc) {
 	runCases(t, newStore, []storeCase{
-		{"each fire gets its own outcome", withStore(testFireManyOutcomes)},
-		{"later fires of one automation see the earlier ones", withStore(testFireManyInOrder)},
-		{"a release in a batch", withStore(testFireManyRelease)},
-		{"a settled latest run is recorded before the next", withStore(testFireManySettledLatest)},
-		{"many automations at one instant", withStore(testFireManyAtOneInstant)},
-		{"racing batches fire each slot once", withStore(testFireManyRacing)},
+		{"each fire gets its own outcome", testFireManyOutcomes},
+		{"later fires of one automation see the earlier ones", testFireManyInOrder},
+		{"a release in a batch", testFireManyRelease},
+		{"a settled latest run is recorded before the next", testFireManySettledLatest},
+		{"many automations at one instant", testFireManyAtOneInstant},
+		{"racing batches fire each slot once", testFireManyRacing},
 	})
 }
 

@@ -61,17 +61,17 @@ var sessT0 = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 
 func testSessions(t *testing.T, newStore NewFunc) {
 	runCases(t, newStore, []storeCase{
-		{"create is idempotent", withStore(testCreateSessionIdempotent)},
-		{"parent must exist", withStore(testSessionParent)},
-		{"append assigns sequence numbers and pages read in order", withStore(testAppendAndRead)},
-		{"bad appends store nothing", withStore(testBadAppends)},
-		{"concurrent appends keep every message once", withStore(testConcurrentAppends)},
-		{"list newest first with a cursor", withStore(testListSessions)},
-		{"compaction replaces old messages atomically and archives the old state", withStore(testCompaction)},
-		{"nothing to compact", withStore(testNothingToCompact)},
-		{"abandoned attempts are interrupted and retention keeps the newest", withStore(testInterruptAndRetention)},
-		{"delete removes messages and archives", withStore(testDeleteSession)},
-		{"records are copies", withStore(testSessionCopies)},
+		{"create is idempotent", testCreateSessionIdempotent},
+		{"parent must exist", testSessionParent},
+		{"append assigns sequence numbers and pages read in order", testAppendAndRead},
+		{"bad appends store nothing", testBadAppends},
+		{"concurrent appends keep every message once", testConcurrentAppends},
+		{"list newest first with a cursor", testListSessions},
+		{"compaction replaces old messages atomically and archives the old state", testCompaction},
+		{"nothing to compact", testNothingToCompact},
+		{"abandoned attempts are interrupted and retention keeps the newest", testInterruptAndRetention},
+		{"delete removes messages and archives", testDeleteSession},
+		{"records are copies", testSessionCopies},
 	})
 }
 
