@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/cairnhq/cairn/automations/schedule"
 )
 
-// Trigger kinds of an automation.
+// Trigger kinds of an automation, as stored in AutomationTrigger.Kind. They
+// are the canonical values: workflows.TriggerKind spells the same strings
+// for the triggers a workflow file declares.
 const (
 	TriggerCron     = "cron"
 	TriggerInterval = "interval"
@@ -25,16 +25,6 @@ const (
 	OverlapSkip      = "skip"       // record the fire as skipped (the default)
 	OverlapAllow     = "allow"      // queue another run
 	OverlapBufferOne = "buffer_one" // hold one fire until the previous run settles
-)
-
-// Missed-run policies for cron slots that passed unfired, as stored in
-// Automation.Missed.
-//
-// Deprecated: use schedule.MissedSkip and schedule.MissedOnce (converted
-// with string()); these aliases go once no caller uses them.
-const (
-	MissedSkip = string(schedule.MissedSkip)
-	MissedOnce = string(schedule.MissedOnce)
 )
 
 // Fire outcomes.
@@ -65,7 +55,7 @@ type Automation struct {
 	Enabled bool              `json:"enabled"`
 	Note    string            `json:"note,omitempty"` // why it is paused
 	Overlap string            `json:"overlap"`
-	Missed  string            `json:"missed"`
+	Missed  string            `json:"missed"` // a schedule.Missed policy
 	// Source is the workflow file an OwnerConfig automation comes from.
 	Source    string          `json:"source,omitempty"`
 	Revision  int64           `json:"revision"`

@@ -67,6 +67,19 @@ func checkNext(t *testing.T, cur, next *Run) {
 	}
 }
 
+// checkApplied checks a transition's outcome: err against want and, when
+// the transition went ahead, next against cur as checkNext does. It
+// reports whether the transition went ahead.
+func checkApplied(t *testing.T, cur, next *Run, err error, want refusal) bool {
+	t.Helper()
+	checkRefusal(t, err, want)
+	if err != nil {
+		return false
+	}
+	checkNext(t, cur, next)
+	return true
+}
+
 func TestApplyClaim(t *testing.T) {
 	t.Parallel()
 	ask := &Question{ID: "q1", Step: "s", Position: 1}
@@ -128,11 +141,9 @@ func TestApplyPark(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.p.ID, c.p.Now = c.cur.ID, t1
 			r, err := ApplyPark(c.cur, c.p)
-			checkRefusal(t, err, c.refusal)
-			if err != nil {
+			if !checkApplied(t, c.cur, r, err, c.refusal) {
 				return
 			}
-			checkNext(t, c.cur, r)
 			if r.Status != RunWaiting || r.Claim != "" || r.OwnerPID != 0 || !r.WakeAt.Equal(Millis(c.p.WakeAt)) {
 				t.Errorf("parked run = %+v", r)
 			}
@@ -163,11 +174,9 @@ func TestApplySettle(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.p.ID, c.p.Now = c.cur.ID, t1
 			r, err := ApplySettle(c.cur, c.p)
-			checkRefusal(t, err, c.refusal)
-			if err != nil {
+			if !checkApplied(t, c.cur, r, err, c.refusal) {
 				return
 			}
-			checkNext(t, c.cur, r)
 			if r.Status != c.p.Status || string(r.Result) != string(c.p.Result) || r.Error != c.p.Error || string(r.Journal) != string(c.p.Journal) ||
 				r.Claim != "" || !r.FinishedAt.Equal(Millis(t1)) {
 				t.Errorf("settled run = %+v", r)
@@ -212,11 +221,9 @@ func TestApplyAnswer(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r, e, err := ApplyAnswer(c.cur, c.e, AnswerParams{ID: c.cur.ID, QuestionID: c.qid, Answer: "yes", Now: t1})
-			checkRefusal(t, err, c.refusal)
-			if err != nil {
+			if !checkApplied(t, c.cur, r, err, c.refusal) {
 				return
 			}
-			checkNext(t, c.cur, r)
 			if r.Status != RunRunning || r.Question != nil || !r.WakeAt.IsZero() || r.Claim != "" {
 				t.Errorf("answered run = %+v", r)
 			}
@@ -244,11 +251,9 @@ func TestApplyCancel(t *testing.T) {
 	for _, c := range cases {
 		t.Run(string(c.cur.Status), func(t *testing.T) {
 			r, err := ApplyCancel(c.cur, CancelParams{ID: c.cur.ID, Reason: "stop", Now: t1})
-			checkRefusal(t, err, c.refusal)
-			if err != nil {
+			if !checkApplied(t, c.cur, r, err, c.refusal) {
 				return
 			}
-			checkNext(t, c.cur, r)
 			if r.Status != c.status || !r.CancelRequested {
 				t.Errorf("cancelled run = %+v", r)
 			}
@@ -277,10 +282,7 @@ func TestApplyStep(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := ApplyStep(c.cur, c.claim, t1)
-			checkRefusal(t, err, c.refusal)
-			if err == nil {
-				checkNext(t, c.cur, r)
-			}
+			checkApplied(t, c.cur, r, err, c.refusal)
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cairnhq/cairn/automations/policy"
 	"github.com/cairnhq/cairn/store"
@@ -222,8 +221,8 @@ func scanAutomation(row rowScanner) (*store.Automation, error) {
 	if err := json.Unmarshal([]byte(state), &a.State); err != nil {
 		return nil, fmt.Errorf("decode state of automation %s: %w", a.ID, err)
 	}
-	a.CreatedAt = time.UnixMilli(created).UTC()
-	a.UpdatedAt = time.UnixMilli(updated).UTC()
+	a.CreatedAt = millisTime(created)
+	a.UpdatedAt = millisTime(updated)
 	return &a, nil
 }
 
@@ -235,8 +234,8 @@ func scanFire(row rowScanner) (*store.AutomationFire, error) {
 	if err := row.Scan(&f.AutomationID, &nominal, &actual, &f.Outcome, &f.RunID, &f.Manual); err != nil {
 		return nil, err
 	}
-	f.Nominal = time.UnixMilli(nominal).UTC()
-	f.Actual = time.UnixMilli(actual).UTC()
+	f.Nominal = millisTime(nominal)
+	f.Actual = millisTime(actual)
 	f.Lag = f.Actual.Sub(f.Nominal)
 	return &f, nil
 }

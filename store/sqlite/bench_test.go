@@ -44,3 +44,25 @@ func BenchmarkCreateRun(b *testing.B) {
 		return s.CreateRun(ctx, &store.Run{ID: id, Target: "t", Literals: []byte(`{}`)})
 	})
 }
+
+// BenchmarkOpen measures opening an existing store and closing it, the cost
+// every test that uses a fresh store pays.
+func BenchmarkOpen(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "state.sqlite3")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Open(ctx, path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -177,7 +177,11 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 		if m.ID == "" {
 			m.ID = ids.New("msg")
 		}
-		if err := insertMessage(ctx, tx, nil, &m); err != nil {
+		stmt, err := s.txStmt(ctx, tx, qInsertMessage)
+		if err != nil {
+			return fmt.Errorf("compact session %s: %w", p.SessionID, err)
+		}
+		if err := insertMessage(ctx, stmt, &m); err != nil {
 			return err
 		}
 		sess, err := scanSession(tx.QueryRowContext(ctx, "UPDATE sessions SET message_count = message_count - ? + 1, compactions = compactions + 1, summary_archive = ?, compacted_at = ?, revision = revision + 1, updated_at = ? WHERE id = ? RETURNING "+sessionColumns,
@@ -266,9 +270,9 @@ func scanArchive(row rowScanner, withState bool) (*store.Archive, error) {
 	if withState {
 		a.State = json.RawMessage(state)
 	}
-	a.CreatedAt = time.UnixMilli(created).UTC()
+	a.CreatedAt = millisTime(created)
 	if settled != 0 {
-		a.SettledAt = time.UnixMilli(settled).UTC()
+		a.SettledAt = millisTime(settled)
 	}
 	return &a, nil
 }

@@ -83,7 +83,7 @@ func (s *Store) fireLastRuns(ctx context.Context, tx *sql.Tx, autos map[string]*
 		if err := rows.Scan(&r.ID, &r.Status, &updated, &finished); err != nil {
 			return nil, fmt.Errorf("read the latest runs of automations: %w", err)
 		}
-		r.UpdatedAt, r.FinishedAt = time.UnixMilli(updated).UTC(), timeOf(finished)
+		r.UpdatedAt, r.FinishedAt = millisTime(updated), timeOf(finished)
 		out[r.ID] = &r
 	}
 	if err := rows.Err(); err != nil {

@@ -140,8 +140,8 @@ func scanRun(row rowScanner, extra ...any) (*store.Run, error) {
 		}
 	}
 	r.WakeAt = timeOf(wake)
-	r.CreatedAt = time.UnixMilli(created).UTC()
-	r.UpdatedAt = time.UnixMilli(updated).UTC()
+	r.CreatedAt = millisTime(created)
+	r.UpdatedAt = millisTime(updated)
 	r.StartedAt = timeOf(started)
 	r.FinishedAt = timeOf(finished)
 	return &r, nil
@@ -163,11 +163,17 @@ func nullTime(t time.Time) any {
 	return t.UnixMilli()
 }
 
+// timeOf reads a nullable time column; NULL is the zero time.
 func timeOf(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
 	}
-	return time.UnixMilli(n.Int64).UTC()
+	return millisTime(n.Int64)
+}
+
+// millisTime reads a time column: unix milliseconds, as UTC.
+func millisTime(ms int64) time.Time {
+	return time.UnixMilli(ms).UTC()
 }
 
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, string, error) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
@@ -82,10 +81,10 @@ func scanSession(row rowScanner) (*store.Session, error) {
 		return nil, err
 	}
 	if compacted != 0 {
-		sess.Summary.CompactedAt = time.UnixMilli(compacted).UTC()
+		sess.Summary.CompactedAt = millisTime(compacted)
 	}
-	sess.CreatedAt = time.UnixMilli(created).UTC()
-	sess.UpdatedAt = time.UnixMilli(updated).UTC()
+	sess.CreatedAt = millisTime(created)
+	sess.UpdatedAt = millisTime(updated)
 	return &sess, nil
 }
 
@@ -161,19 +160,16 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*st
 			return fmt.Errorf("append to session %s: %w", sessionID, err)
 		}
 		first := sess.LastSeq - n + 1
-		var stmt *sql.Stmt
-		if len(msgs) > 1 {
-			if stmt, err = tx.PrepareContext(ctx, insertMessageSQL); err != nil {
-				return fmt.Errorf("append to session %s: %w", sessionID, err)
-			}
-			defer stmt.Close()
+		stmt, err := s.txStmt(ctx, tx, qInsertMessage)
+		if err != nil {
+			return fmt.Errorf("append to session %s: %w", sessionID, err)
 		}
 		for i, m := range msgs {
 			m.SessionID, m.Seq, m.CreatedAt = sessionID, first+int64(i), now
 			if m.ID == "" {
 				m.ID = ids.New("msg")
 			}
-			if err := insertMessage(ctx, tx, stmt, m); err != nil {
+			if err := insertMessage(ctx, stmt, m); err != nil {
 				return err
 			}
 		}
@@ -186,24 +182,16 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []*st
 	return out, nil
 }
 
-const insertMessageSQL = "INSERT INTO session_messages (" + messageColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+var qInsertMessage = prepared("INSERT INTO session_messages (" + messageColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
 
-// insertMessage adds m; a taken id (or sequence number) wraps ErrExists.
-// stmt, when not nil, is insertMessageSQL prepared on tx.
-func insertMessage(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, m *store.Message) error {
+// insertMessage adds m with stmt, qInsertMessage prepared for the
+// transaction; a taken id (or sequence number) wraps ErrExists.
+func insertMessage(ctx context.Context, stmt *sql.Stmt, m *store.Message) error {
 	if len(m.Metadata) == 0 {
 		m.Metadata = json.RawMessage("{}")
 	}
 	args := []any{m.SessionID, m.Seq, m.ID, string(m.Role), string(m.Parts), string(m.Metadata), m.CreatedAt.UnixMilli()}
-	var (
-		res sql.Result
-		err error
-	)
-	if stmt != nil {
-		res, err = stmt.ExecContext(ctx, args...)
-	} else {
-		res, err = tx.ExecContext(ctx, insertMessageSQL, args...)
-	}
+	res, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("insert message %s into session %s: %w", m.ID, m.SessionID, err)
 	}
@@ -247,7 +235,7 @@ func listMessages(ctx context.Context, q querier, sessionID string, after int64,
 			return nil, fmt.Errorf("read messages of session %s: %w", sessionID, err)
 		}
 		m.Parts, m.Metadata = json.RawMessage(parts), json.RawMessage(metadata)
-		m.CreatedAt = time.UnixMilli(created).UTC()
+		m.CreatedAt = millisTime(created)
 		out = append(out, &m)
 	}
 	if err := rows.Err(); err != nil {

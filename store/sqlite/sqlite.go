@@ -65,8 +65,7 @@ type Store struct {
 	w    *sql.DB // the one write connection, owned by the writer goroutine
 	r    *sql.DB // query-only readers
 
-	wstmts map[string]*sql.Stmt // prepared on w; see stmt.go
-	rstmts map[string]*sql.Stmt // prepared on r
+	stmtCache // statements prepared on first use; see stmt.go
 
 	mu      sync.RWMutex // guards closing against senders on reqs
 	closing bool
@@ -151,12 +150,6 @@ func Open(ctx context.Context, dbPath string, opts Options) (*Store, error) {
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
 	if err := s.migrate(ctx); err != nil {
-		s.w.Close()
-		s.r.Close()
-		return nil, err
-	}
-	if err := s.prepareAll(ctx); err != nil {
-		s.closeStatements()
 		s.w.Close()
 		s.r.Close()
 		return nil, err

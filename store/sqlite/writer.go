@@ -68,6 +68,7 @@ func (s *Store) writer() {
 			}
 		}
 		s.commit(batch)
+		s.prepareQueued()
 		if s.afterCommit != nil {
 			s.afterCommit()
 		}

@@ -47,18 +47,18 @@ func mustGetAutomation(t *testing.T, s store.Store, id string) *store.Automation
 
 func testAutomations(t *testing.T, newStore NewFunc) {
 	t.Run("fire many", func(t *testing.T) { t.Parallel(); testFireMany(t, newStore) })
+	t.Run("overlap policies", func(t *testing.T) { t.Parallel(); testOverlapPolicies(t, newStore) })
 	runCases(t, newStore, []storeCase{
-		{"create get list", withStore(testCreateGetListAutomations)},
-		{"create with a taken owner and key", withStore(testCreateTakenKey)},
-		{"update and delete check the revision", withStore(testUpdateDeleteRevision)},
-		{"re-enabling moves the cursor and a new monitor trigger resets the observation", withStore(testReenableAndRetrigger)},
-		{"fire queues the run once per slot", withStore(testFireOncePerSlot)},
-		{"racing fires of one slot queue one run", withStore(testRacingFires)},
-		{"overlap policies", testOverlapPolicies},
-		{"a settled run row ends the overlap", withStore(testSettledRunEndsOverlap)},
-		{"paused automations do not fire", withStore(testPausedDoNotFire)},
-		{"fire history keeps the newest", withStore(testFireHistory)},
-		{"record state", withStore(testRecordState)},
+		{"create get list", testCreateGetListAutomations},
+		{"create with a taken owner and key", testCreateTakenKey},
+		{"update and delete check the revision", testUpdateDeleteRevision},
+		{"re-enabling moves the cursor and a new monitor trigger resets the observation", testReenableAndRetrigger},
+		{"fire queues the run once per slot", testFireOncePerSlot},
+		{"racing fires of one slot queue one run", testRacingFires},
+		{"a settled run row ends the overlap", testSettledRunEndsOverlap},
+		{"paused automations do not fire", testPausedDoNotFire},
+		{"fire history keeps the newest", testFireHistory},
+		{"record state", testRecordState},
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,32 +69,21 @@ func testRacingFires(t *testing.T, s store.Store) {
 	a.Overlap = store.OverlapAllow
 	mustCreateAutomation(t, s, a)
 	const racers, slots = 8, 5
-	var wg sync.WaitGroup
 	queued := make(chan string, racers*slots)
-	errs := make(chan error, racers*slots)
-	for i := range racers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 1; k <= slots; k++ {
-				nominal := autT0.Add(time.Duration(k) * time.Minute)
-				res, err := s.Fire(ctx, store.FireParams{AutomationID: "aut_a", Nominal: nominal, Actual: nominal, Run: newFireRun(fmt.Sprintf("run_%d_%d", i, k), "aut_a", nominal)})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if !res.AlreadyFired {
-					queued <- res.Run.ID
-				}
+	concurrently(t, racers, func(i int) error {
+		for k := 1; k <= slots; k++ {
+			nominal := autT0.Add(time.Duration(k) * time.Minute)
+			res, err := s.Fire(ctx, store.FireParams{AutomationID: "aut_a", Nominal: nominal, Actual: nominal, Run: newFireRun(fmt.Sprintf("run_%d_%d", i, k), "aut_a", nominal)})
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
+			if !res.AlreadyFired {
+				queued <- res.Run.ID
+			}
+		}
+		return nil
+	})
 	close(queued)
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
 	if n := len(queued); n > slots {
 		t.Fatalf("%d runs queued for %d slots", n, slots)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,12 +24,12 @@ func scheduledFire(id string, nominal time.Time, run string) store.FireParams {
 
 func testFireMany(t *testing.T, newStore NewFunc) {
 	runCases(t, newStore, []storeCase{
-		{"each fire gets its own outcome", withStore(testFireManyOutcomes)},
-		{"later fires of one automation see the earlier ones", withStore(testFireManyInOrder)},
-		{"a release in a batch", withStore(testFireManyRelease)},
-		{"a settled latest run is recorded before the next", withStore(testFireManySettledLatest)},
-		{"many automations at one instant", withStore(testFireManyAtOneInstant)},
-		{"racing batches fire each slot once", withStore(testFireManyRacing)},
+		{"each fire gets its own outcome", testFireManyOutcomes},
+		{"later fires of one automation see the earlier ones", testFireManyInOrder},
+		{"a release in a batch", testFireManyRelease},
+		{"a settled latest run is recorded before the next", testFireManySettledLatest},
+		{"many automations at one instant", testFireManyAtOneInstant},
+		{"racing batches fire each slot once", testFireManyRacing},
 	})
 }
 
@@ -284,55 +283,42 @@ func testFireManyRacing(t *testing.T, s store.Store) {
 		a.Overlap = store.OverlapAllow
 		mustCreateAutomation(t, s, a)
 	}
-	var wg sync.WaitGroup
 	queued := make(chan string, n*racers*3)
-	errs := make(chan error, racers)
-	for r := range racers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 1; k <= 3; k++ {
-				nominal := autT0.Add(time.Duration(k) * time.Minute)
-				var ps []store.FireParams
-				for i := range n {
-					ps = append(ps, scheduledFire(fmt.Sprintf("aut_%d", i), nominal, fmt.Sprintf("run_%d_%d_%d", r, i, k)))
-				}
-				if r%2 == 1 { // half of them fire one at a time
-					for _, p := range ps {
-						res, err := s.Fire(ctx, p)
-						if err != nil {
-							errs <- err
-							return
-						}
-						if !res.AlreadyFired {
-							queued <- res.Run.ID
-						}
+	concurrently(t, racers, func(r int) error {
+		for k := 1; k <= 3; k++ {
+			nominal := autT0.Add(time.Duration(k) * time.Minute)
+			var ps []store.FireParams
+			for i := range n {
+				ps = append(ps, scheduledFire(fmt.Sprintf("aut_%d", i), nominal, fmt.Sprintf("run_%d_%d_%d", r, i, k)))
+			}
+			if r%2 == 1 { // half of them fire one at a time
+				for _, p := range ps {
+					res, err := s.Fire(ctx, p)
+					if err != nil {
+						return err
 					}
-					continue
-				}
-				outs, err := s.FireMany(ctx, ps)
-				if err != nil {
-					errs <- err
-					return
-				}
-				for _, o := range outs {
-					if o.Err != nil {
-						errs <- o.Err
-						return
+					if !res.AlreadyFired {
+						queued <- res.Run.ID
 					}
-					if !o.Result.AlreadyFired {
-						queued <- o.Result.Run.ID
-					}
+				}
+				continue
+			}
+			outs, err := s.FireMany(ctx, ps)
+			if err != nil {
+				return err
+			}
+			for _, o := range outs {
+				if o.Err != nil {
+					return o.Err
+				}
+				if !o.Result.AlreadyFired {
+					queued <- o.Result.Run.ID
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		return nil
+	})
 	close(queued)
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
 	if len(queued) != n*3 {
 		t.Fatalf("%d runs queued for %d slots", len(queued), n*3)
 	}

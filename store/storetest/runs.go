@@ -13,18 +13,18 @@ import (
 
 func testRuns(t *testing.T, newStore NewFunc) {
 	runCases(t, newStore, []storeCase{
-		{"create and get", withStore(testCreateGetRun)},
-		{"operation outcome", withStore(testOperationOutcome)},
-		{"list filters and pages", withStore(testListRuns)},
-		{"runnable and pending", withStore(testRunnable)},
-		{"claim", withStore(testClaim)},
-		{"ledger", withStore(testLedger)},
-		{"park and answer", withStore(testParkAnswer)},
-		{"settle and release", withStore(testSettleRelease)},
-		{"cancel", withStore(testCancel)},
-		{"settle with ledger outcomes", withStore(testSettleLedger)},
-		{"run claims", withStore(testRunClaims)},
-		{"changed runs", withStore(testChangedRuns)},
+		{"create and get", testCreateGetRun},
+		{"operation outcome", testOperationOutcome},
+		{"list filters and pages", testListRuns},
+		{"runnable and pending", testRunnable},
+		{"claim", testClaim},
+		{"ledger", testLedger},
+		{"park and answer", testParkAnswer},
+		{"settle and release", testSettleRelease},
+		{"cancel", testCancel},
+		{"settle with ledger outcomes", testSettleLedger},
+		{"run claims", testRunClaims},
+		{"changed runs", testChangedRuns},
 	})
 }
 

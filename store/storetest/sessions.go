@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,17 +61,17 @@ var sessT0 = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 
 func testSessions(t *testing.T, newStore NewFunc) {
 	runCases(t, newStore, []storeCase{
-		{"create is idempotent", withStore(testCreateSessionIdempotent)},
-		{"parent must exist", withStore(testSessionParent)},
-		{"append assigns sequence numbers and pages read in order", withStore(testAppendAndRead)},
-		{"bad appends store nothing", withStore(testBadAppends)},
-		{"concurrent appends keep every message once", withStore(testConcurrentAppends)},
-		{"list newest first with a cursor", withStore(testListSessions)},
-		{"compaction replaces old messages atomically and archives the old state", withStore(testCompaction)},
-		{"nothing to compact", withStore(testNothingToCompact)},
-		{"abandoned attempts are interrupted and retention keeps the newest", withStore(testInterruptAndRetention)},
-		{"delete removes messages and archives", withStore(testDeleteSession)},
-		{"records are copies", withStore(testSessionCopies)},
+		{"create is idempotent", testCreateSessionIdempotent},
+		{"parent must exist", testSessionParent},
+		{"append assigns sequence numbers and pages read in order", testAppendAndRead},
+		{"bad appends store nothing", testBadAppends},
+		{"concurrent appends keep every message once", testConcurrentAppends},
+		{"list newest first with a cursor", testListSessions},
+		{"compaction replaces old messages atomically and archives the old state", testCompaction},
+		{"nothing to compact", testNothingToCompact},
+		{"abandoned attempts are interrupted and retention keeps the newest", testInterruptAndRetention},
+		{"delete removes messages and archives", testDeleteSession},
+		{"records are copies", testSessionCopies},
 	})
 }
 
@@ -211,23 +210,14 @@ func testConcurrentAppends(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	createSession(t, s, "ses_c")
 	const writers, each = 8, 25
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*each)
-	for w := range writers {
-		wg.Go(func() {
-			for i := range each {
-				_, err := s.AppendMessages(ctx, "ses_c", []*store.Message{textMsg(store.RoleUser, fmt.Sprintf("%d-%d", w, i))})
-				errs <- err
+	concurrently(t, writers, func(w int) error {
+		for i := range each {
+			if _, err := s.AppendMessages(ctx, "ses_c", []*store.Message{textMsg(store.RoleUser, fmt.Sprintf("%d-%d", w, i))}); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
 		}
-	}
+		return nil
+	})
 	msgs := allMessages(t, s, "ses_c")
 	if len(msgs) != writers*each {
 		t.Fatalf("%d messages, want %d", len(msgs), writers*each)

@@ -4,6 +4,7 @@ package storetest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/cairnhq/cairn/store"
@@ -40,20 +41,33 @@ func testBase(t *testing.T, newStore NewFunc) {
 	}
 }
 
-// storeCase is one conformance case.
+// storeCase is one conformance case, given a fresh store.
 type storeCase struct {
 	name string
-	test func(t *testing.T, newStore NewFunc)
+	test func(t *testing.T, s store.Store)
 }
 
-// runCases runs each case as a parallel subtest.
+// runCases runs each case as a parallel subtest with its own store.
 func runCases(t *testing.T, newStore NewFunc, cases []storeCase) {
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { t.Parallel(); c.test(t, newStore) })
+		t.Run(c.name, func(t *testing.T) { t.Parallel(); c.test(t, open(t, newStore)) })
 	}
 }
 
-// withStore is a case that needs one fresh store.
-func withStore(test func(t *testing.T, s store.Store)) func(*testing.T, NewFunc) {
-	return func(t *testing.T, newStore NewFunc) { test(t, open(t, newStore)) }
+// concurrently runs fn(0) to fn(n-1) in n goroutines, waits for them all,
+// then fails the test with the first error any returned.
+func concurrently(t *testing.T, n int, fn func(i int) error) {
+	t.Helper()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs <- fn(i) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
