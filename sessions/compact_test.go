@@ -108,9 +108,7 @@ func TestFailedAttemptKeepsPreviousMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, step := range []string{"prepared", "staged"} {
-		f := setup(t, sessions.Options{})
-		f.create(t, "ses_f")
-		f.say(t, "ses_f", "a", "b", "c", "d", "e", "f")
+		f := setupSix(t, "ses_f")
 		if _, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_f", Summary: "first", KeepLast: intp(2)}); err != nil {
 			t.Fatal(err)
 		}
@@ -144,9 +142,7 @@ func TestFailedAttemptKeepsPreviousMemory(t *testing.T) {
 	}
 
 	// Cancelled before the commit: the same.
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_x")
-	f.say(t, "ses_x", "a", "b", "c", "d", "e", "f")
+	f := setupSix(t, "ses_x")
 	cctx, cancel := context.WithCancel(ctx)
 	sessions.SetHook(f.m, func(s string) error {
 		if s == "staged" {
@@ -171,9 +167,7 @@ func TestFailedAttemptKeepsPreviousMemory(t *testing.T) {
 func TestRecoverPublishesACommittedSummary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_p")
-	f.say(t, "ses_p", "a", "b", "c", "d", "e", "f")
+	f := setupSix(t, "ses_p")
 	f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_p", Summary: "first", KeepLast: intp(1)})
 	f.say(t, "ses_p", "g")
 	stop := errors.New("crash here")

@@ -244,9 +244,7 @@ func TestReadPagesAndList(t *testing.T) {
 func TestDeleteRemovesEverything(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_d")
-	f.say(t, "ses_d", "a", "b", "c", "d", "e", "f")
+	f := setupSix(t, "ses_d")
 	if _, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_d", Summary: "gone soon"}); err != nil {
 		t.Fatal(err)
 	}

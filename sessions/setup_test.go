@@ -40,6 +40,16 @@ func setupStore(t *testing.T, opts sessions.Options, so sqlite.Options) *fixture
 	return f
 }
 
+// setupSix is setup with default options and one session, id, holding six
+// messages: "a" to "f".
+func setupSix(t *testing.T, id string) *fixture {
+	t.Helper()
+	f := setup(t, sessions.Options{})
+	f.create(t, id)
+	f.say(t, id, "a", "b", "c", "d", "e", "f")
+	return f
+}
+
 func (f *fixture) create(t *testing.T, id string) {
 	t.Helper()
 	if _, _, err := f.m.Create(context.Background(), sessions.CreateParams{ID: id}); err != nil {
