@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"os"
@@ -129,27 +130,29 @@ func stepStatuses(r *Run) string {
 	return strings.Join(s, " ")
 }
 
-const helloYAML = `name: hello
-description: Greet, ask, finish
-input:
-  type: object
-  properties:
-    who: {type: string, default: world}
-steps:
-  - id: greet
-    exec: ["echo", "hello ${{ input.who }}"]
-  - id: confirm
-    ask: "Go on, ${{ input.who }}?"
-    choices: ["yes", "no"]
-  - id: write
-    if: ${{ steps.confirm.answer == "yes" }}
-    shell: 'echo "$ANSWER" >> out.txt'
-    env: {ANSWER: "${{ steps.confirm.answer }} from ${{ steps.greet.stdout }}"}
-    timeout: 30s
-  - id: nap
-    sleep: 10ms
-result: ${{ steps.greet.stdout }}
-`
+// testdataFiles are the workflows of testdata/ that tests name.
+//
+//go:embed testdata/*.yaml
+var testdataFiles embed.FS
+
+// testdata returns the named files of testdata/ by name, for setup.
+func testdata(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	files := make(map[string]string, len(names))
+	for _, name := range names {
+		b, err := testdataFiles.ReadFile("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(b)
+	}
+	return files
+}
+
+// helloYAML greets, asks and finishes: the workflow most tests run.
+//
+//go:embed testdata/hello.yaml
+var helloYAML string
 
 func TestLaunchRunsToSuccess(t *testing.T) {
 	t.Parallel()
