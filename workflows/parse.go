@@ -212,8 +212,21 @@ func (p *parser) mapping(n *yaml.Node, field string, allowed []string) (map[stri
 		p.failf(n.Line, field, "expected a mapping, got %s", kindName(n))
 		return nil, false
 	}
-	m := make(map[string]entry, len(n.Content)/2)
-	ok := true
+	pairs, ok := p.pairs(n, field, allowed)
+	m := make(map[string]entry, len(pairs))
+	for _, e := range pairs {
+		m[e.key.Value] = e
+	}
+	return m, ok
+}
+
+// pairs returns the entries of the mapping n in order. Their keys are
+// plain strings, each once and, unless allowed is nil, one of allowed; it
+// reports every other key, and ok is false when there was one.
+func (p *parser) pairs(n *yaml.Node, field string, allowed []string) (pairs []entry, ok bool) {
+	pairs = make([]entry, 0, len(n.Content)/2)
+	first := map[string]int{}
+	ok = true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
@@ -221,7 +234,7 @@ func (p *parser) mapping(n *yaml.Node, field string, allowed []string) (map[stri
 			ok = false
 			continue
 		}
-		if !slices.Contains(allowed, k.Value) {
+		if allowed != nil && !slices.Contains(allowed, k.Value) {
 			msg := fmt.Sprintf("unknown key %q", shorten(k.Value))
 			if s := suggest(k.Value, allowed); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
@@ -232,14 +245,15 @@ func (p *parser) mapping(n *yaml.Node, field string, allowed []string) (map[stri
 			ok = false
 			continue
 		}
-		if prev, dup := m[k.Value]; dup {
-			p.failf(k.Line, field, "duplicate key %q (first at line %d)", k.Value, prev.key.Line)
+		if line, dup := first[k.Value]; dup {
+			p.failf(k.Line, field, "duplicate key %q (first at line %d)", shorten(k.Value), line)
 			ok = false
 			continue
 		}
-		m[k.Value] = entry{k, v}
+		first[k.Value] = k.Line
+		pairs = append(pairs, entry{k, v})
 	}
-	return m, ok
+	return pairs, ok
 }
 
 // suggest returns the allowed key closest to s when it is a likely typo.
