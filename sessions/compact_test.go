@@ -50,11 +50,7 @@ func TestPreviewOfALongMultibyteSummary(t *testing.T) {
 func TestCompactReplacesOldTurnsAndPublishesMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_c")
-	for i := range 10 {
-		f.say(t, "ses_c", fmt.Sprintf("m%d", i))
-	}
+	f := setupCounted(t, "ses_c", 10)
 	long := "long summary ✓ " + strings.Repeat("要約", 20000)
 	res, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_c", Summary: long})
 	if err != nil {
