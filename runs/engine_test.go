@@ -15,6 +15,7 @@ import (
 	"github.com/cairnhq/cairn/internal/text"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/internal/testflows"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -150,9 +151,7 @@ func testdata(t *testing.T, names ...string) map[string]string {
 }
 
 // helloYAML greets, asks and finishes: the workflow most tests run.
-//
-//go:embed testdata/hello.yaml
-var helloYAML string
+var helloYAML = testflows.Hello
 
 func TestLaunchRunsToSuccess(t *testing.T) {
 	t.Parallel()
