@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/internal/testflows"
+	"github.com/cairnhq/cairn/internal/testws"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -36,31 +37,10 @@ type testEnv struct {
 // (not started). opts adjust the engine's options.
 func setup(t *testing.T, files map[string]string, opts ...func(*Options)) *testEnv {
 	t.Helper()
-	root := t.TempDir()
-	wfDir := filepath.Join(root, ".cairn", "workflows")
-	if err := os.MkdirAll(wfDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(wfDir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ws, err := workspace.Resolve(root, root, filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	te := &testEnv{t: t, ws: ws, st: st, ctx: ctx}
+	ws := testws.New(t, files)
+	st := testws.Store(t, ws, sqlite.Options{})
+	te := &testEnv{t: t, ws: ws, st: st, ctx: context.Background()}
 	te.e = te.engine(opts...)
-	t.Cleanup(func() { st.Close() })
 	return te
 }
 
@@ -353,19 +333,8 @@ func TestEditedYAMLDoesNotChangeALaunchedRun(t *testing.T) {
 
 func TestInMemoryEngineWritesNoFiles(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	wfDir := filepath.Join(root, ".cairn", "workflows")
-	if err := os.MkdirAll(wfDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wfDir, "hello.yaml"), []byte(helloYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	stateRoot := filepath.Join(t.TempDir(), "state")
-	ws, err := workspace.Resolve(root, root, stateRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := testws.New(t, map[string]string{"hello.yaml": helloYAML})
+	stateRoot := filepath.Dir(ws.StateDir)
 	e, err := New(Options{Store: memory.New(), Workspace: ws, InMemory: true})
 	if err != nil {
 		t.Fatal(err)
