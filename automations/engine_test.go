@@ -2,14 +2,13 @@ package automations
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/testws"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
-	"github.com/cairnhq/cairn/workspace"
 )
 
 // TestFiredRunsAreExecutedByTheRunEngine wires a scheduler to the real run
@@ -19,20 +18,8 @@ import (
 func TestFiredRunsAreExecutedByTheRunEngine(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, ".cairn", "workflows", "tick.yaml"), "name: tick\nsteps:\n  - id: a\n    exec: [\"true\"]\non:\n  - every: 1s\n")
-	ws, err := workspace.Resolve(dir, "", filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	ws := testws.New(t, map[string]string{"tick.yaml": "name: tick\nsteps:\n  - id: a\n    exec: [\"true\"]\non:\n  - every: 1s\n"})
+	st := testws.Store(t, ws, sqlite.Options{})
 	eng, err := runs.New(runs.Options{Store: st, Workspace: ws, AdoptEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

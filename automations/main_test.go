@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/cairnhq/cairn/internal/reexec"
 )
 
 // childEnv, when set, makes the test binary play a child role (see
@@ -12,8 +12,5 @@ import (
 const childEnv = "CAIRN_AUTOMATIONS_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(runChild(os.Args[1:]))
-	}
-	goleak.VerifyTestMain(m)
+	reexec.Main(m, childEnv, func(string) int { return runChild(os.Args[1:]) })
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/reexec"
-	"go.uber.org/goleak"
 )
 
 // childEnv, when set, makes the test binary play a child role instead of
@@ -23,10 +22,7 @@ import (
 const childEnv = "CAIRN_LOCKS_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(runChild(os.Args[1:]))
-	}
-	goleak.VerifyTestMain(m)
+	reexec.Main(m, childEnv, func(string) int { return runChild(os.Args[1:]) })
 }
 
 // runChild plays one role in a multi-process test:

@@ -45,7 +45,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Run, error) {
 	if err := checkAnswer(r.ID, p.Answer, q.Choices); err != nil {
 		return nil, err
 	}
-	r, err = e.st.AnswerRun(ctx, store.AnswerParams{ID: r.ID, QuestionID: q.ID, Answer: p.Answer})
+	r, err = e.st.AnswerRun(ctx, store.AnswerParams{ID: r.ID, QuestionID: q.ID, Answer: p.Answer, Now: e.now()})
 	if err != nil {
 		return nil, err
 	}

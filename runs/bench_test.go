@@ -2,16 +2,14 @@ package runs
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/testws"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/sqlite"
-	"github.com/cairnhq/cairn/workspace"
 )
 
 // BenchmarkLaunchToSettle measures one run from Launch until it is
@@ -63,39 +61,16 @@ func benchEngine(b *testing.B, files map[string]string, inMemory bool) *Engine {
 // setting ("" is the default, FULL).
 func benchEngineSync(b *testing.B, files map[string]string, inMemory bool, sync string) *Engine {
 	b.Helper()
-	root := b.TempDir()
-	dir := filepath.Join(root, ".cairn", "workflows")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			b.Fatal(err)
-		}
-	}
-	ws, err := workspace.Resolve(root, root, filepath.Join(b.TempDir(), "state"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	ws := testws.New(b, files)
 	var st store.Store = memory.New()
 	if !inMemory {
-		if err := ws.Prepare(); err != nil {
-			b.Fatal(err)
-		}
-		s, err := sqlite.Open(context.Background(), ws.DBPath(), sqlite.Options{Synchronous: sync})
-		if err != nil {
-			b.Fatal(err)
-		}
-		st = s
+		st = testws.Store(b, ws, sqlite.Options{Synchronous: sync})
 	}
 	e, err := New(Options{Store: st, Workspace: ws, InMemory: inMemory})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		e.Stop()
-		st.Close()
-	})
+	b.Cleanup(e.Stop)
 	return e
 }
 

@@ -59,7 +59,7 @@ func (e *Engine) settleOrphanCancel(ctx context.Context, id string, lock unlocke
 		return
 	}
 	reason := fmt.Sprintf("cancelled (requested by pid %d; the previous owner pid %d was gone)", e.pid, c.PrevOwnerPID)
-	if _, err := e.st.SettleRun(ctx, store.SettleParams{ID: id, Claim: claim, Status: store.RunCancelled, Error: reason}); err != nil {
+	if _, err := e.st.SettleRun(ctx, store.SettleParams{ID: id, Claim: claim, Status: store.RunCancelled, Error: reason, Now: e.now()}); err != nil {
 		e.log.Warn("cancel run", "run", id, "err", err)
 		return
 	}

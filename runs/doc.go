@@ -95,7 +95,9 @@
 //
 // The engine reads the time and makes its timers (the peer loop, the
 // cancel watch, step timeouts, sleeps, follow polls, Stop's grace) from
-// Options.Clock, so tests move a clock.Fake instead of waiting. Only the
+// Options.Clock, so tests move a clock.Fake instead of waiting; its store
+// writes carry that clock's time too (the params' Now, a new run's
+// CreatedAt). Only the
 // workflow loader's racy-file rule reads the wall clock, as the file
 // system stamps files with it.
 //

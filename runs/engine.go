@@ -202,6 +202,8 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 	if r.Trigger.Kind == "" {
 		r.Trigger.Kind = "manual"
 	}
+	now := e.now()
+	r.CreatedAt = now
 	var lock unlocker
 	if !p.Detach {
 		// Lock before the run exists, so no peer adopts it first, and
@@ -210,7 +212,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 			return nil, fmt.Errorf("launch %s: %w", wf.Name, err)
 		}
 		r.Status, r.OwnerPID, r.Claim = store.RunRunning, e.pid, ids.New("claim")
-		r.StartedAt = e.now().UTC().Truncate(time.Millisecond)
+		r.StartedAt = now.UTC().Truncate(time.Millisecond)
 	}
 	if err := e.st.CreateRun(ctx, r); err != nil {
 		if lock != nil {

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/cairnhq/cairn/internal/text"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/internal/testflows"
+	"github.com/cairnhq/cairn/internal/testws"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -34,31 +37,10 @@ type testEnv struct {
 // (not started). opts adjust the engine's options.
 func setup(t *testing.T, files map[string]string, opts ...func(*Options)) *testEnv {
 	t.Helper()
-	root := t.TempDir()
-	wfDir := filepath.Join(root, ".cairn", "workflows")
-	if err := os.MkdirAll(wfDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(wfDir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ws, err := workspace.Resolve(root, root, filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	te := &testEnv{t: t, ws: ws, st: st, ctx: ctx}
+	ws := testws.New(t, files)
+	st := testws.Store(t, ws, sqlite.Options{})
+	te := &testEnv{t: t, ws: ws, st: st, ctx: context.Background()}
 	te.e = te.engine(opts...)
-	t.Cleanup(func() { st.Close() })
 	return te
 }
 
@@ -129,27 +111,27 @@ func stepStatuses(r *Run) string {
 	return strings.Join(s, " ")
 }
 
-const helloYAML = `name: hello
-description: Greet, ask, finish
-input:
-  type: object
-  properties:
-    who: {type: string, default: world}
-steps:
-  - id: greet
-    exec: ["echo", "hello ${{ input.who }}"]
-  - id: confirm
-    ask: "Go on, ${{ input.who }}?"
-    choices: ["yes", "no"]
-  - id: write
-    if: ${{ steps.confirm.answer == "yes" }}
-    shell: 'echo "$ANSWER" >> out.txt'
-    env: {ANSWER: "${{ steps.confirm.answer }} from ${{ steps.greet.stdout }}"}
-    timeout: 30s
-  - id: nap
-    sleep: 10ms
-result: ${{ steps.greet.stdout }}
-`
+// testdataFiles are the workflows of testdata/ that tests name.
+//
+//go:embed testdata/*.yaml
+var testdataFiles embed.FS
+
+// testdata returns the named files of testdata/ by name, for setup.
+func testdata(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	files := make(map[string]string, len(names))
+	for _, name := range names {
+		b, err := testdataFiles.ReadFile("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(b)
+	}
+	return files
+}
+
+// helloYAML greets, asks and finishes: the workflow most tests run.
+var helloYAML = testflows.Hello
 
 func TestLaunchRunsToSuccess(t *testing.T) {
 	t.Parallel()
@@ -351,19 +333,8 @@ func TestEditedYAMLDoesNotChangeALaunchedRun(t *testing.T) {
 
 func TestInMemoryEngineWritesNoFiles(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	wfDir := filepath.Join(root, ".cairn", "workflows")
-	if err := os.MkdirAll(wfDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wfDir, "hello.yaml"), []byte(helloYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	stateRoot := filepath.Join(t.TempDir(), "state")
-	ws, err := workspace.Resolve(root, root, stateRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := testws.New(t, map[string]string{"hello.yaml": helloYAML})
+	stateRoot := filepath.Dir(ws.StateDir)
 	e, err := New(Options{Store: memory.New(), Workspace: ws, InMemory: true})
 	if err != nil {
 		t.Fatal(err)

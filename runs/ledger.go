@@ -63,7 +63,7 @@ func (x *execution) start(st *workflows.Step, pos int, detail *stepDetail) (*sto
 		}
 		raw = b
 	}
-	en, err := x.e.st.StartStep(x.sctx(), store.StepStart{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), PID: x.e.pid, Detail: raw, Ledger: x.pending})
+	en, err := x.e.st.StartStep(x.sctx(), store.StepStart{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), PID: x.e.pid, Detail: raw, Ledger: x.pending, Now: x.e.now()})
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +94,10 @@ func (x *execution) record(st *workflows.Step, pos int, status string, result js
 		en = &c
 	}
 	en.State, en.Status, en.Result, en.Error = store.StepFinished, status, result, errText
-	en.FinishedAt = x.e.now().UTC().Truncate(time.Millisecond)
+	now := x.e.now()
+	en.FinishedAt = now.UTC().Truncate(time.Millisecond)
 	x.ledger[key] = en
-	x.pending = append(x.pending, store.StepFinish{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), Status: status, Result: result, Error: errText})
+	x.pending = append(x.pending, store.StepFinish{RunID: x.id, Claim: x.claim, Path: st.ID, Position: pos, Kind: string(st.Kind), Status: status, Result: result, Error: errText, Now: now})
 	return en
 }
 

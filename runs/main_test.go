@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/workspace"
@@ -21,12 +20,7 @@ import (
 
 // The test binary doubles as the child processes of the multi-process
 // tests: CAIRN_RUNS_CHILD selects what it does instead of testing.
-func TestMain(m *testing.M) {
-	if mode := os.Getenv("CAIRN_RUNS_CHILD"); mode != "" {
-		os.Exit(child(mode))
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { reexec.Main(m, "CAIRN_RUNS_CHILD", child) }
 
 // child runs one child process role and returns its exit code:
 //

@@ -55,10 +55,7 @@ func TestRunLockFreeWhenOwnerKilled(t *testing.T) {
 // the same either way.
 func TestNoFilePerRun(t *testing.T) {
 	t.Parallel()
-	te := setup(t, map[string]string{
-		"noop.yaml": "steps:\n  - id: nothing\n    if: false\n    exec: [\"true\"]\nresult: ${{ steps.nothing.status }}\n",
-		"echo.yaml": "steps:\n  - id: say\n    exec: [\"echo\", \"hi\"]\n",
-	})
+	te := setup(t, testdata(t, "noop.yaml", "echo.yaml"))
 	if err := te.e.Start(te.ctx); err != nil { // the peer loop runs too
 		t.Fatal(err)
 	}

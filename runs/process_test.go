@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -81,7 +82,7 @@ steps:
 // and every run succeeds once answered.
 func TestCrashAndResume(t *testing.T) {
 	t.Parallel()
-	iterations := 50
+	iterations := reexec.Soak(20, 200) // 200 in CI's soak
 	if n, err := strconv.Atoi(os.Getenv("CAIRN_CRASH_ITERATIONS")); err == nil && n > 0 {
 		iterations = n
 	}

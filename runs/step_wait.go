@@ -28,7 +28,7 @@ func (x *execution) park(q *store.Question, wake time.Time) flow {
 	if f := x.flushPending(); f != flowNext {
 		return f
 	}
-	r, err := x.e.st.ParkRun(x.sctx(), store.ParkParams{ID: x.id, Claim: x.claim, Question: q, WakeAt: wake})
+	r, err := x.e.st.ParkRun(x.sctx(), store.ParkParams{ID: x.id, Claim: x.claim, Question: q, WakeAt: wake, Now: x.e.now()})
 	if err != nil {
 		return x.storeFailed("park run", err)
 	}

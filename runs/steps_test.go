@@ -36,11 +36,7 @@ func TestConditionFalseSkips(t *testing.T) {
 
 func TestTimeoutRetryAndOutputCap(t *testing.T) {
 	t.Parallel()
-	te := setup(t, map[string]string{
-		"slow.yaml":  "steps:\n  - id: s\n    exec: [\"sleep\", \"30\"]\n    timeout: 200ms\n",
-		"flaky.yaml": "steps:\n  - id: f\n    shell: 'echo x >> tries; test $(wc -l < tries) -ge 3'\n    retry: {attempts: 3, backoff: 10ms}\n",
-		"loud.yaml":  "steps:\n  - id: l\n    shell: 'head -c 5000 /dev/zero | tr \"\\\\0\" a; echo'\n",
-	}, func(o *Options) { o.OutputCap = 1000; o.KillGrace = 500 * time.Millisecond })
+	te := setup(t, testdata(t, "slow.yaml", "flaky.yaml", "loud.yaml"), func(o *Options) { o.OutputCap = 1000; o.KillGrace = 500 * time.Millisecond })
 	slow := te.wait(te.e, te.launch("slow", "").ID)
 	if slow.Status != store.RunFailed || slow.Error != "step s: timed out after 200ms" {
 		t.Fatalf("slow: %s %q", slow.Status, slow.Error)
@@ -74,11 +70,7 @@ func TestTimeoutRetryAndOutputCap(t *testing.T) {
 
 func TestStepEnvironmentAndDir(t *testing.T) {
 	t.Parallel()
-	te := setup(t, map[string]string{
-		"env.yaml": "steps:\n  - id: e\n    exec: [\"env\"]\n    env: {EXTRA: \"${{ run.target }}\"}\n    dir: sub\n  - id: pwd\n    exec: [\"pwd\"]\n    dir: sub\n",
-		"out.yaml": "steps:\n  - id: e\n    exec: [\"true\"]\n    dir: link\n",
-		"fds.yaml": "steps:\n  - id: fds\n    shell: 'for f in /proc/$$/fd/*; do readlink \"$f\" || true; done'\n",
-	})
+	te := setup(t, testdata(t, "env.yaml", "out.yaml", "fds.yaml"))
 	if err := os.Mkdir(te.path("sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}

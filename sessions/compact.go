@@ -94,6 +94,7 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 	attempt := ids.New("arc")
 	prep, err := m.st.PrepareCompaction(ctx, store.PrepareCompactionParams{
 		SessionID: p.SessionID, ArchiveID: attempt, KeepLast: keep, Memory: prevMemory, MaxArchives: m.maxArchives(),
+		Now: m.clk.Now(),
 	})
 	if err != nil {
 		return nil, err
@@ -109,6 +110,7 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 		bg := context.WithoutCancel(ctx)
 		_, ferr := m.st.FailCompaction(bg, store.FailCompactionParams{
 			SessionID: p.SessionID, ArchiveID: attempt, Reason: reason, MaxArchives: m.maxArchives(),
+			Now: m.clk.Now(),
 		})
 		if ferr != nil {
 			return nil, fmt.Errorf("compact session %s: %w (and settling the attempt failed: %v)", p.SessionID, cause, ferr)
@@ -145,6 +147,7 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 	commit, err := m.st.CommitCompaction(ctx, store.CommitCompactionParams{
 		SessionID: p.SessionID, ArchiveID: attempt, MaxArchives: m.maxArchives(),
 		Summary: &store.Message{Role: store.RoleSystem, Parts: parts, Metadata: meta},
+		Now:     m.clk.Now(),
 	})
 	if err != nil {
 		var ce *store.CommitError

@@ -50,11 +50,7 @@ func TestPreviewOfALongMultibyteSummary(t *testing.T) {
 func TestCompactReplacesOldTurnsAndPublishesMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_c")
-	for i := range 10 {
-		f.say(t, "ses_c", fmt.Sprintf("m%d", i))
-	}
+	f := setupCounted(t, "ses_c", 10)
 	long := "long summary ✓ " + strings.Repeat("要約", 20000)
 	res, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_c", Summary: long})
 	if err != nil {
@@ -108,9 +104,7 @@ func TestFailedAttemptKeepsPreviousMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, step := range []string{"prepared", "staged"} {
-		f := setup(t, sessions.Options{})
-		f.create(t, "ses_f")
-		f.say(t, "ses_f", "a", "b", "c", "d", "e", "f")
+		f := setupSix(t, "ses_f")
 		if _, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_f", Summary: "first", KeepLast: intp(2)}); err != nil {
 			t.Fatal(err)
 		}
@@ -144,9 +138,7 @@ func TestFailedAttemptKeepsPreviousMemory(t *testing.T) {
 	}
 
 	// Cancelled before the commit: the same.
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_x")
-	f.say(t, "ses_x", "a", "b", "c", "d", "e", "f")
+	f := setupSix(t, "ses_x")
 	cctx, cancel := context.WithCancel(ctx)
 	sessions.SetHook(f.m, func(s string) error {
 		if s == "staged" {
@@ -171,9 +163,7 @@ func TestFailedAttemptKeepsPreviousMemory(t *testing.T) {
 func TestRecoverPublishesACommittedSummary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_p")
-	f.say(t, "ses_p", "a", "b", "c", "d", "e", "f")
+	f := setupSix(t, "ses_p")
 	f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_p", Summary: "first", KeepLast: intp(1)})
 	f.say(t, "ses_p", "g")
 	stop := errors.New("crash here")

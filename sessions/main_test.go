@@ -9,8 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -19,14 +18,13 @@ import (
 // The test binary doubles as the child process of the multi-process tests:
 // with CAIRN_SESSIONS_CHILD set it runs that child instead of the tests.
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("CAIRN_SESSIONS_CHILD"); mode != "" {
+	reexec.Main(m, "CAIRN_SESSIONS_CHILD", func(mode string) int {
 		if err := runChild(mode); err != nil {
 			fmt.Fprintf(os.Stderr, "child %s: %v\n", mode, err)
-			os.Exit(1)
+			return 1
 		}
-		os.Exit(0)
-	}
-	goleak.VerifyTestMain(m)
+		return 0
+	})
 }
 
 func runChild(mode string) error {

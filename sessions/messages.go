@@ -153,6 +153,7 @@ func (m *Manager) Append(ctx context.Context, sessionID string, msgs []MessageIn
 	}
 	out := make([]*store.Message, len(msgs))
 	total := 0
+	now := m.clk.Now()
 	for i, in := range msgs {
 		msg, err := toMessage("message "+strconv.Itoa(i), in)
 		if err != nil {
@@ -162,6 +163,7 @@ func (m *Manager) Append(ctx context.Context, sessionID string, msgs []MessageIn
 		if total > MaxAppendBytes {
 			return nil, &LimitError{What: "append", Size: total, Limit: MaxAppendBytes, Per: "per append"}
 		}
+		msg.CreatedAt = now
 		out[i] = msg
 	}
 	sess, err := m.st.AppendMessages(ctx, sessionID, out)

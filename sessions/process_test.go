@@ -146,10 +146,7 @@ var crashSteps = []string{"locked", "prepared", "staged", "committed", "publishe
 // summary that the kill kept from being published.
 func TestCompactionSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
-	randomKills := 60
-	if testing.Short() {
-		randomKills = 20
-	}
+	randomKills := reexec.Soak(20, 200) // 200 in CI's soak
 	ctx := context.Background()
 	f := setup(t, sessions.Options{})
 	m, st, dir, db, memDir, locksDir := f.m, f.st, f.dir, f.db, f.memDir, f.locksDir

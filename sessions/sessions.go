@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 )
@@ -58,6 +59,9 @@ type Options struct {
 	// LockTimeout bounds the wait for a session's lock (default
 	// DefaultLockTimeout).
 	LockTimeout time.Duration
+	// Clock stamps what the Manager writes (sessions, messages,
+	// compactions); nil is the wall clock.
+	Clock clock.Clock
 }
 
 // Manager is the session API over a store. It is safe for concurrent use,
@@ -65,6 +69,7 @@ type Options struct {
 type Manager struct {
 	st   store.SessionStore
 	opts Options
+	clk  clock.Clock
 	mu   keyedMutex
 
 	// hook, when set (tests), runs at named steps of Compact; an error
@@ -77,7 +82,7 @@ func New(st store.SessionStore, opts Options) *Manager {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
-	return &Manager{st: st, opts: opts}
+	return &Manager{st: st, opts: opts, clk: clock.OrReal(opts.Clock)}
 }
 
 func (m *Manager) maxArchives() int {
@@ -132,7 +137,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (s *store.Session,
 			return nil, false, fmt.Errorf("create session %s: %w", p.ID, err)
 		}
 	}
-	s = &store.Session{ID: p.ID, Title: p.Title, ParentID: p.ParentID}
+	s = &store.Session{ID: p.ID, Title: p.Title, ParentID: p.ParentID, CreatedAt: m.clk.Now()}
 	created, err = m.st.CreateSession(ctx, s)
 	if err != nil {
 		return nil, false, err

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
@@ -189,11 +190,7 @@ func TestBadInputIsRefusedAndStoresNothing(t *testing.T) {
 func TestReadPagesAndList(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_r")
-	for i := range 25 {
-		f.say(t, "ses_r", fmt.Sprintf("m%d", i))
-	}
+	f := setupCounted(t, "ses_r", 25)
 	var got []string
 	cursor := ""
 	pages := 0
@@ -244,9 +241,7 @@ func TestReadPagesAndList(t *testing.T) {
 func TestDeleteRemovesEverything(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := setup(t, sessions.Options{})
-	f.create(t, "ses_d")
-	f.say(t, "ses_d", "a", "b", "c", "d", "e", "f")
+	f := setupSix(t, "ses_d")
 	if _, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_d", Summary: "gone soon"}); err != nil {
 		t.Fatal(err)
 	}
@@ -385,5 +380,80 @@ func TestExport(t *testing.T) {
 	}
 	if err := f.m.Export(ctx, &md, sessions.ExportParams{SessionID: "ses_e", Format: "pdf"}); !errors.Is(err, sessions.ErrInvalid) {
 		t.Fatalf("format pdf: %v", err)
+	}
+}
+
+// The Manager's writes carry its clock's time: a session created, appended
+// to and compacted (once failing, once succeeding) on a fake clock has only
+// fake timestamps.
+func TestWritesCarryTheManagerClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	created := time.Date(2031, 3, 4, 5, 6, 7, 8e6, time.UTC)
+	clk := clock.NewFake(created)
+	f := setup(t, sessions.Options{Clock: clk})
+	f.create(t, "ses_clock")
+
+	appended := created.Add(time.Minute)
+	clk.Set(appended)
+	f.say(t, "ses_clock", "one", "two", "three")
+	s, err := f.m.Get(ctx, "ses_clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.CreatedAt.Equal(created) || !s.UpdatedAt.Equal(appended) {
+		t.Fatalf("session after the append: %+v", s)
+	}
+	page, err := f.m.Read(ctx, sessions.ReadParams{SessionID: "ses_clock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Messages) != 3 {
+		t.Fatalf("messages: %+v", page.Messages)
+	}
+	for _, m := range page.Messages {
+		if !m.CreatedAt.Equal(appended) {
+			t.Fatalf("message %d created at %v, want %v", m.Seq, m.CreatedAt, appended)
+		}
+	}
+
+	failed := appended.Add(time.Minute)
+	clk.Set(failed)
+	boom := errors.New("boom")
+	sessions.SetHook(f.m, func(step string) error {
+		if step == "staged" {
+			return boom
+		}
+		return nil
+	})
+	if _, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_clock", Summary: "s", KeepLast: intp(1)}); !errors.Is(err, boom) {
+		t.Fatalf("compaction failing when staged: %v", err)
+	}
+	sessions.SetHook(f.m, nil)
+
+	compacted := failed.Add(time.Minute)
+	clk.Set(compacted)
+	res, err := f.m.Compact(ctx, sessions.CompactParams{SessionID: "ses_clock", Summary: "s", KeepLast: intp(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Archive.CreatedAt.Equal(compacted) || !res.Archive.SettledAt.Equal(compacted) || !res.Session.UpdatedAt.Equal(compacted) {
+		t.Fatalf("compaction: archive %+v, session %+v", res.Archive, res.Session)
+	}
+	archives, err := f.m.Archives(ctx, "ses_clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawFailed bool
+	for _, a := range archives {
+		if a.Status == store.ArchiveFailed {
+			sawFailed = true
+			if !a.CreatedAt.Equal(failed) || !a.SettledAt.Equal(failed) {
+				t.Fatalf("failed archive: %+v", a)
+			}
+		}
+	}
+	if !sawFailed {
+		t.Fatalf("no failed archive in %+v", archives)
 	}
 }

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -37,6 +38,28 @@ func setupStore(t *testing.T, opts sessions.Options, so sqlite.Options) *fixture
 	t.Cleanup(func() { st.Close() })
 	opts.MemoryDir, opts.LocksDir = f.memDir, f.locksDir
 	f.st, f.m = st, sessions.New(st, opts)
+	return f
+}
+
+// setupSix is setup with default options and one session, id, holding six
+// messages: "a" to "f".
+func setupSix(t *testing.T, id string) *fixture {
+	t.Helper()
+	f := setup(t, sessions.Options{})
+	f.create(t, id)
+	f.say(t, id, "a", "b", "c", "d", "e", "f")
+	return f
+}
+
+// setupCounted is setup with default options and one session, id, holding
+// n messages, "m0" to "m<n-1>", appended one at a time.
+func setupCounted(t *testing.T, id string, n int) *fixture {
+	t.Helper()
+	f := setup(t, sessions.Options{})
+	f.create(t, id)
+	for i := range n {
+		f.say(t, id, fmt.Sprintf("m%d", i))
+	}
 	return f
 }
 

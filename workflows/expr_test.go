@@ -24,11 +24,53 @@ func testEnv() Env {
 	}
 }
 
+// evalCase is a source and what evaluating it in testEnv gives: want, or
+// an error containing the text of a want of type wantErr.
+type evalCase struct {
+	src  string
+	want any
+}
+
+type wantErr string
+
+// checkEval runs every case as a parallel subtest named by its source;
+// eval compiles and evaluates it (failing the test where it must compile).
+func checkEval(t *testing.T, cases []evalCase, eval func(t *testing.T, src string, env Env) (any, error)) {
+	t.Helper()
+	env := testEnv() // no "later" step: it has not run
+	for _, c := range cases {
+		t.Run(c.src, func(t *testing.T) {
+			t.Parallel()
+			got, err := eval(t, c.src, env)
+			if want, ok := c.want.(wantErr); ok {
+				if err == nil || !strings.Contains(err.Error(), string(want)) {
+					t.Errorf("err = %v, want %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %#v, want %#v", got, c.want)
+			}
+		})
+	}
+}
+
+// compiled compiles the expression src, failing the test if it does not.
+func compiled(t *testing.T, src string) *Expr {
+	t.Helper()
+	e, err := CompileExpr(src)
+	if err != nil {
+		t.Fatalf("CompileExpr: %v", err)
+	}
+	return e
+}
+
 func TestTemplateRender(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		src, want string
-	}{
+	checkEval(t, []evalCase{
 		{"plain text", "plain text"},
 		{"", ""},
 		{"hello ${{ input.who }}!", "hello world!"},
@@ -54,28 +96,12 @@ func TestTemplateRender(t *testing.T) {
 		// Steps that have not run read as empty.
 		{"[${{ steps.later.stdout }}][${{ steps.later.exit_code }}][${{ steps.later.status }}]", "[][][]"},
 		{"${{ steps.later.output?.count }}", ""},
-	}
-	env := testEnv() // no "later" step: it has not run
-	for _, tt := range tests {
-		t.Run(tt.src, func(t *testing.T) {
-			t.Parallel()
-			got, err := Interpolate(tt.src, env)
-			if err != nil {
-				t.Fatalf("Interpolate: %v", err)
-			}
-			if got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
+	}, func(t *testing.T, src string, env Env) (any, error) { return Interpolate(src, env) })
 }
 
 func TestTemplateEvalNativeTypes(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		src  string
-		want any
-	}{
+	checkEval(t, []evalCase{
 		{"${{ input.n }}", 3},
 		{"  ${{ input.n * 2 }}  ", 6},
 		{"${{ input.half }}", 0.5},
@@ -92,114 +118,56 @@ func TestTemplateEvalNativeTypes(t *testing.T) {
 		{"n=${{ input.n }}", "n=3"}, // mixed text: a string
 		{"${{ input.n }}${{ input.n }}", "33"},
 		{"literal", "literal"},
-	}
-	env := testEnv()
-	for _, tt := range tests {
-		t.Run(tt.src, func(t *testing.T) {
-			t.Parallel()
-			tmpl, err := ParseTemplate(tt.src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := tmpl.Eval(env)
-			if err != nil {
-				t.Fatalf("Eval: %v", err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %#v, want %#v", got, tt.want)
-			}
-		})
-	}
+	}, func(t *testing.T, src string, env Env) (any, error) {
+		tmpl, err := ParseTemplate(src)
+		if err != nil {
+			t.Fatalf("ParseTemplate: %v", err)
+		}
+		return tmpl.Eval(env)
+	})
 }
 
 func TestTemplateErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		src, want string
-	}{
-		{"${{ input.who", `"${{" without a closing "}}"`},
-		{"a ${{ }} b", "empty expression"},
-		{"${{ inputs }}", "unknown name inputs"},
-		{"${{ steps.x.stdot }}", "has no field stdot"},
-		{"${{ 1 + }}", "unexpected token EOF"},
-		{`${{ "unterminated }}`, `"${{" without a closing "}}"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.src, func(t *testing.T) {
-			t.Parallel()
-			_, err := ParseTemplate(tt.src)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("err = %v, want %q", err, tt.want)
-			}
-		})
-	}
+	checkEval(t, []evalCase{
+		{"${{ input.who", wantErr(`"${{" without a closing "}}"`)},
+		{"a ${{ }} b", wantErr("empty expression")},
+		{"${{ inputs }}", wantErr("unknown name inputs")},
+		{"${{ steps.x.stdot }}", wantErr("has no field stdot")},
+		{"${{ 1 + }}", wantErr("unexpected token EOF")},
+		{`${{ "unterminated }}`, wantErr(`"${{" without a closing "}}"`)},
+	}, func(t *testing.T, src string, env Env) (any, error) { return ParseTemplate(src) })
 }
 
-// TestEvalRuntimeErrors: bad values at run time are errors, never panics.
+// TestEvalRuntimeErrors: bad values at run time are errors, never panics,
+// and each fits on one line.
 func TestEvalRuntimeErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		src, want string
-	}{
-		{"steps.later.output.count", `evaluate "steps.later.output.count": cannot fetch count from <nil>`},
-		{"input.missing.deeper", "cannot fetch deeper from <nil>"},
-		{"steps.later.exit_code > 0", "invalid operation"},
-		{"input.who / 2", "invalid operation"},
-	}
-	env := testEnv()
-	for _, tt := range tests {
-		t.Run(tt.src, func(t *testing.T) {
-			t.Parallel()
-			e, err := CompileExpr(tt.src)
-			if err != nil {
-				t.Fatalf("CompileExpr: %v", err)
-			}
-			_, err = e.Eval(env)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("err = %v, want %q", err, tt.want)
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("error spans lines: %q", err)
-			}
-		})
-	}
+	checkEval(t, []evalCase{
+		{"steps.later.output.count", wantErr(`evaluate "steps.later.output.count": cannot fetch count from <nil>`)},
+		{"input.missing.deeper", wantErr("cannot fetch deeper from <nil>")},
+		{"steps.later.exit_code > 0", wantErr("invalid operation")},
+		{"input.who / 2", wantErr("invalid operation")},
+	}, func(t *testing.T, src string, env Env) (any, error) {
+		v, err := compiled(t, src).Eval(env)
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("error spans lines: %q", err)
+		}
+		return v, err
+	})
 }
 
 func TestEvalBool(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		src     string
-		want    bool
-		wantErr string
-	}{
-		{"true", true, ""},
-		{`steps.ask.answer == "yes"`, true, ""},
-		{`steps.ask.answer == "no"`, false, ""},
-		{"input.missing", false, ""},
-		{"input.flag && input.n > 1", true, ""},
-		{"input.who", false, `expected a boolean, got string`},
-		{"input.n", false, `expected a boolean, got number`},
-	}
-	env := testEnv()
-	for _, tt := range tests {
-		t.Run(tt.src, func(t *testing.T) {
-			t.Parallel()
-			e, err := CompileExpr(tt.src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := e.EvalBool(env)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
+	checkEval(t, []evalCase{
+		{"true", true},
+		{`steps.ask.answer == "yes"`, true},
+		{`steps.ask.answer == "no"`, false},
+		{"input.missing", false},
+		{"input.flag && input.n > 1", true},
+		{"input.who", wantErr(`expected a boolean, got string`)},
+		{"input.n", wantErr(`expected a boolean, got number`)},
+	}, func(t *testing.T, src string, env Env) (any, error) { return compiled(t, src).EvalBool(env) })
 }
 
 // TestEvalEmptyEnv: the zero Env is usable (no nil-map panics).

@@ -155,25 +155,12 @@ func nodeAt(n *yaml.Node, tokens []string) *yaml.Node {
 func (p *parser) jsonValue(n *yaml.Node, field string) (any, bool) {
 	switch n.Kind {
 	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		first := map[string]int{}
-		ok := true
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode {
-				p.failf(k.Line, field, "keys must be plain strings, got %s", kindName(k))
-				ok = false
-				continue
-			}
-			if line, dup := first[k.Value]; dup {
-				p.failf(k.Line, field, "duplicate key %q (first at line %d)", shorten(k.Value), line)
-				ok = false
-				continue
-			}
-			first[k.Value] = k.Line
-			val, good := p.jsonValue(v, field)
+		pairs, ok := p.pairs(n, field, nil)
+		m := make(map[string]any, len(pairs))
+		for _, e := range pairs {
+			val, good := p.jsonValue(e.val, field)
 			ok = ok && good
-			m[k.Value] = val
+			m[e.key.Value] = val
 		}
 		return m, ok
 	case yaml.SequenceNode:

@@ -10,23 +10,23 @@ import (
 
 const roleEnv = "CAIRN_REEXEC_TEST_CHILD"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == "echo" {
-		// Echo each line back in upper case; report GORACE and the args.
-		fmt.Println(os.Getenv("GORACE") + "|" + strings.Join(os.Args[1:], ","))
-		in := bufio.NewScanner(os.Stdin)
-		for in.Scan() {
-			fmt.Println(strings.ToUpper(in.Text()))
-		}
-		os.Exit(0)
+func TestMain(m *testing.M) { Main(m, roleEnv, echo) }
+
+// echo is the child role: it echoes each line back in upper case, after
+// reporting its role, GORACE and its arguments.
+func echo(role string) int {
+	fmt.Println(role + "|" + os.Getenv("GORACE") + "|" + strings.Join(os.Args[1:], ","))
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		fmt.Println(strings.ToUpper(in.Text()))
 	}
-	os.Exit(m.Run())
+	return 0
 }
 
 func TestChildTalksAndExitsWithoutTheRaceSleep(t *testing.T) {
 	t.Parallel()
 	c := Start(t, Params{Env: []string{roleEnv + "=echo"}, Args: []string{"a", "b"}})
-	if got := c.Line(t); !strings.Contains(got, "atexit_sleep_ms=0") || !strings.HasSuffix(got, "|a,b") {
+	if got := c.Line(t); !strings.HasPrefix(got, "echo|") || !strings.Contains(got, "atexit_sleep_ms=0") || !strings.HasSuffix(got, "|a,b") {
 		t.Fatalf("child reported %q", got)
 	}
 	c.Say(t, "hello")
@@ -36,5 +36,16 @@ func TestChildTalksAndExitsWithoutTheRaceSleep(t *testing.T) {
 	c.Stdin.Close()
 	if err := c.Cmd.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSoakCountsOnlyUnderTheSoakEnv(t *testing.T) {
+	t.Setenv(SoakEnv, "")
+	if n := Soak(20, 200); n != 20 {
+		t.Fatalf("Soak without %s = %d", SoakEnv, n)
+	}
+	t.Setenv(SoakEnv, "1")
+	if n := Soak(20, 200); n != 200 {
+		t.Fatalf("Soak with %s = %d", SoakEnv, n)
 	}
 }
