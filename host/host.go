@@ -154,7 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Clock: clk, Notify: h.Scheduler.Notify,
 	}
 	h.Sessions = sessions.New(h.Store, sessions.Options{
-		MemoryDir: memoryDir, LocksDir: locksDir, MaxArchives: settings.Sessions.MaxArchives,
+		MemoryDir: memoryDir, LocksDir: locksDir, MaxArchives: settings.Sessions.MaxArchives, Clock: clk,
 	})
 	return h, nil
 }
