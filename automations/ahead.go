@@ -103,6 +103,8 @@ func (s *Scheduler) arm(ctx context.Context, next time.Time) time.Time {
 		}
 	}
 	armed := &armedSlot{at: next, version: version}
+	var fresh []*store.Automation // due, with no run to reuse: prepared in one batch
+	var freshAt []int
 	for _, sl := range soon {
 		a := sl.a
 		if !a.State.Buffered.IsZero() {
@@ -121,8 +123,8 @@ func (s *Scheduler) arm(ctx context.Context, next time.Time) time.Time {
 		if f, ok := reuse[a.ID]; ok && f.p.Expect.Revision == expect.Revision && f.p.Expect.Cursor.Equal(expect.Cursor) &&
 			f.p.Missed == p.Missed && f.p.NextDue.Equal(p.NextDue) {
 			p.Run = f.p.Run
-		} else if p.Run, err = s.prepare(ctx, a, next); err != nil {
-			continue // the pass at the slot meets the error and records it
+		} else {
+			fresh, freshAt = append(fresh, a), append(freshAt, len(armed.fires))
 		}
 		until := next.Add(schedule.DefaultGrace)
 		if !due.Next.IsZero() && due.Next.Before(until) {
@@ -130,6 +132,12 @@ func (s *Scheduler) arm(ctx context.Context, next time.Time) time.Time {
 		}
 		armed.fires = append(armed.fires, armedFire{p: p, until: until})
 	}
+	prepared, errs := s.prepareAll(ctx, fresh, next)
+	for i, at := range freshAt {
+		armed.fires[at].p.Run = prepared[i]
+		_ = errs[i] // the pass at the slot meets the error and records it
+	}
+	armed.fires = slices.DeleteFunc(armed.fires, func(f armedFire) bool { return f.p.Run == nil })
 	if len(armed.fires) > 0 {
 		s.armed = armed
 	}

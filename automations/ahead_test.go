@@ -33,8 +33,8 @@ func TestSlotIsPreparedAheadAndFiredInOneBatch(t *testing.T) {
 	if wake := e.tick(slot.Add(-e.sched.cfg.Ahead)); !wake.Equal(slot) {
 		t.Fatalf("wake at %v, want the slot", wake.Sub(t0))
 	}
-	if got := e.targets.prepared.Load(); got != n {
-		t.Fatalf("%d runs prepared, want %d", got, n)
+	if got, batches := e.targets.prepared.Load(), e.targets.batches.Load(); got != n || batches != 1 {
+		t.Fatalf("%d runs prepared in %d batches, want %d in one", got, batches, n)
 	}
 	if e.runCount() != 0 {
 		t.Fatal("a prepared fire was committed before its slot")

@@ -17,8 +17,41 @@ func (s *Scheduler) prepare(ctx context.Context, a *store.Automation, nominal ti
 	if err != nil {
 		return nil, err
 	}
-	run.Trigger = store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal.UTC().Truncate(time.Millisecond)}
+	run.Trigger = fireTrigger(a, nominal)
 	return run, nil
+}
+
+// prepareAll builds the runs of many automations for the slot nominal,
+// with one look at the workflows when the targets can batch (errs[i] is
+// as[i]'s error, runs[i] then nil).
+func (s *Scheduler) prepareAll(ctx context.Context, as []*store.Automation, nominal time.Time) (runs []*store.Run, errs []error) {
+	if len(as) == 0 {
+		return nil, nil
+	}
+	b, ok := s.cfg.Targets.(BatchTargets)
+	if !ok {
+		runs, errs = make([]*store.Run, len(as)), make([]error, len(as))
+		for i, a := range as {
+			runs[i], errs[i] = s.prepare(ctx, a, nominal)
+		}
+		return runs, errs
+	}
+	reqs := make([]PrepareRequest, len(as))
+	for i, a := range as {
+		reqs[i] = PrepareRequest{Target: a.Target, Input: a.Input}
+	}
+	runs, errs = b.PrepareAll(ctx, reqs)
+	for i, r := range runs {
+		if r != nil {
+			r.Trigger = fireTrigger(as[i], nominal)
+		}
+	}
+	return runs, errs
+}
+
+// fireTrigger is the trigger of a's run for the slot nominal.
+func fireTrigger(a *store.Automation, nominal time.Time) store.Trigger {
+	return store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal.UTC().Truncate(time.Millisecond)}
 }
 
 // fire queues a's run for the slot p.Nominal.

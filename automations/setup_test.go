@@ -26,6 +26,17 @@ var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 type stubTargets struct {
 	failing  atomic.Bool
 	prepared atomic.Int64
+	batches  atomic.Int64 // PrepareAll calls
+}
+
+// PrepareAll prepares each request as Prepare does, counting the batch.
+func (t *stubTargets) PrepareAll(ctx context.Context, reqs []PrepareRequest) ([]*store.Run, []error) {
+	t.batches.Add(1)
+	out, errs := make([]*store.Run, len(reqs)), make([]error, len(reqs))
+	for i, r := range reqs {
+		out[i], errs[i] = t.Prepare(ctx, r.Target, r.Input)
+	}
+	return out, errs
 }
 
 func (t *stubTargets) Prepare(ctx context.Context, target string, input json.RawMessage) (*store.Run, error) {

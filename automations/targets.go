@@ -24,6 +24,16 @@ type Targets interface {
 	Prepare(ctx context.Context, target string, input json.RawMessage) (*store.Run, error)
 }
 
+// BatchTargets is Targets that prepare many runs with one look at their
+// definitions (WorkflowTargets): the scheduler prepares the fires due at
+// one instant through it.
+type BatchTargets interface {
+	Targets
+	PrepareAll(ctx context.Context, reqs []PrepareRequest) ([]*store.Run, []error)
+}
+
+var _ BatchTargets = (*WorkflowTargets)(nil)
+
 // TargetsFunc adapts a function to Targets.
 type TargetsFunc func(ctx context.Context, target string, input json.RawMessage) (*store.Run, error)
 
