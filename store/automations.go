@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// Trigger kinds of an automation, as stored in AutomationTrigger.Kind. They
-// are the canonical values: workflows.TriggerKind spells the same strings
-// for the triggers a workflow file declares.
+// Trigger kinds of an automation, as stored in AutomationTrigger.Kind.
+// workflows.TriggerKind is defined from them.
 const (
 	TriggerCron     = "cron"
 	TriggerInterval = "interval"

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/cairnhq/cairn/store"
 )
 
 // MaxFileSize is the largest workflow file accepted (1 MiB).
@@ -94,12 +96,13 @@ type HTTPRequest struct {
 // TriggerKind is the kind of an `on:` entry.
 type TriggerKind string
 
-// The trigger kinds.
+// The trigger kinds. Those an automation stores under the same name are
+// the store's values; "every" is stored as an interval.
 const (
-	TriggerCron  TriggerKind = "cron"
+	TriggerCron  TriggerKind = store.TriggerCron
 	TriggerEvery TriggerKind = "every"
-	TriggerFiles TriggerKind = "files"
-	TriggerHTTP  TriggerKind = "http"
+	TriggerFiles TriggerKind = store.TriggerFiles
+	TriggerHTTP  TriggerKind = store.TriggerHTTP
 )
 
 // Trigger is one `on:` entry, with raw strings: the automations package
