@@ -176,35 +176,30 @@ func processAlive(pid int) bool {
 	return true
 }
 
-const cliHello = `name: hello
-description: Greet, ask, finish
-input:
-  type: object
-  properties:
-    who: {type: string, default: world}
-steps:
-  - id: greet
-    exec: ["echo", "hello ${{ input.who }}"]
-  - id: confirm
-    ask: "Go on, ${{ input.who }}?"
-    choices: ["yes", "no"]
-  - id: write
-    if: ${{ steps.confirm.answer == "yes" }}
-    shell: 'echo "$A" >> out.txt'
-    env: {A: "${{ steps.confirm.answer }}"}
-result: ${{ steps.greet.stdout }}
-`
-
-var cliFiles = map[string]string{
-	"hello.yaml": cliHello,
-	"ok.yaml":    "description: says hi\nsteps:\n  - id: greet\n    exec: [\"echo\", \"hi\"]\nresult: ${{ steps.greet.stdout }}\n",
-	"bad.yaml":   "description: fails\nsteps:\n  - id: x\n    shell: 'echo oops >&2; exit 3'\n",
-	"long.yaml":  "description: sleeps\nsteps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n",
+// cliFiles are the workflows most tests' workspaces hold
+// (testdata/workflows), by file name. It is read when a test asks, not
+// when the binary starts: a worker child re-runs this binary elsewhere.
+func cliFiles(t *testing.T) map[string]string {
+	t.Helper()
+	const dir = "testdata/workflows"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
 }
 
 func TestRunCommandsAttached(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.run("run", "ok")
 	if code != 0 || !strings.Contains(out, "[greet] hi\n") || !strings.Contains(out, ` succeeded: "hi"`) || !strings.HasPrefix(out, "run run_") {
 		t.Fatalf("run ok: exit %d\nstdout %s\nstderr %s", code, out, errs)
@@ -273,7 +268,7 @@ func TestRunCommandsAttached(t *testing.T) {
 func TestRunCommandsRefuseBadInput(t *testing.T) {
 	t.Parallel()
 	c := newCLIWS(t, map[string]string{
-		"ok.yaml":     cliFiles["ok.yaml"],
+		"ok.yaml":     cliFiles(t)["ok.yaml"],
 		"typed.yaml":  "input:\n  type: object\n  properties: {n: {type: integer}}\nsteps:\n  - id: a\n    exec: [\"true\"]\n",
 		"broken.yaml": "steps: [\n",
 	})
@@ -308,7 +303,7 @@ func TestRunCommandsRefuseBadInput(t *testing.T) {
 
 func TestAskInRunAnswerFromAnotherCommand(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	type result struct {
 		code      int
 		out, errs string
@@ -351,7 +346,7 @@ func TestAskInRunAnswerFromAnotherCommand(t *testing.T) {
 
 func TestDetachedRunWorkerAndCancel(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.run("run", "ok", "--detach")
 	id := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(id, "run_") || !strings.Contains(errs, "mcp-host watch "+id) {
@@ -394,7 +389,7 @@ func TestDetachedRunWorkerAndCancel(t *testing.T) {
 
 func TestWorkerIdleAndSingleton(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, _, errs := c.run("worker", "--idle", "100ms")
 	if code != 0 {
 		t.Fatalf("idle worker: exit %d %s", code, errs)
@@ -418,7 +413,7 @@ func TestWorkerIdleAndSingleton(t *testing.T) {
 
 func TestWorkerRunsQueuedWork(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	ctx := context.Background()
 	if err := c.ws.Prepare(); err != nil {
 		t.Fatal(err)
@@ -449,7 +444,7 @@ func TestWorkerRunsQueuedWork(t *testing.T) {
 
 func TestListAndInit(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, map[string]string{"ok.yaml": cliFiles["ok.yaml"], "broken.yaml": "steps: [\n"})
+	c := newCLIWS(t, map[string]string{"ok.yaml": cliFiles(t)["ok.yaml"], "broken.yaml": "steps: [\n"})
 	code, out, errs := c.run("list")
 	if code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "says hi") || !strings.Contains(errs, "broken.yaml") {
 		t.Fatalf("list: exit %d %q %q", code, out, errs)
@@ -489,7 +484,7 @@ func TestListAndInit(t *testing.T) {
 
 func TestDryRunAnswersFromStdin(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.runIn("maybe\nyes\n", "--dry-run", "run", "hello")
 	if code != 0 || !strings.Contains(out, "?? Go on, world? [yes/no]") || !strings.Contains(errs, `"maybe" is not one of the choices`) || !strings.Contains(out, ` succeeded: "hello world"`) {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errs)
