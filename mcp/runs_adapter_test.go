@@ -17,18 +17,7 @@ import (
 // memory store (in-memory journals and locks).
 func TestRunsAdapter(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ws, err := workspace.Resolve(dir, dir, filepath.Join(dir, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(ws.WorkflowsDir(), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	// hello, confirm (with a cron trigger) and broken (does not parse).
-	if err := os.CopyFS(ws.WorkflowsDir(), os.DirFS("testdata/workflows")); err != nil {
-		t.Fatal(err)
-	}
+	ws := adapterWorkspace(t)
 	st := memory.New()
 	var srv *Server
 	eng, err := runs.New(runs.Options{Store: st, Workspace: ws, InMemory: true, OnChange: func(id string) {
@@ -118,4 +107,22 @@ func decode(t *testing.T, r *mcptest.ToolResult, out any) {
 	if err := jsonUnmarshal(r.StructuredContent, out); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// adapterWorkspace is a workspace holding testdata/workflows: hello,
+// confirm (with a cron trigger) and broken (does not parse).
+func adapterWorkspace(t *testing.T) *workspace.Workspace {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := workspace.Resolve(dir, dir, filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(ws.WorkflowsDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(ws.WorkflowsDir(), os.DirFS("testdata/workflows")); err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }
