@@ -114,7 +114,7 @@ func fireLagOnce(ctx context.Context, b *bench, rep, n int, lead time.Duration) 
 		return nil, nil, err
 	}
 	defer st.Close()
-	targets := &automations.WorkflowTargets{Dir: w.WS.WorkflowsDir(), Literals: runs.Literals}
+	targets := &automations.WorkflowTargets{Dir: w.WS.WorkflowsDir()}
 	svc := &automations.Service{Store: st, LocksDir: w.WS.LocksDir(), Targets: targets}
 	err = parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		_, err := svc.Create(ctx, automations.CreateParams{Owner: "mcp:cairn-bench", Spec: automations.Spec{

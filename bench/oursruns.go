@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn/runs"
@@ -63,32 +62,13 @@ func oursThroughputVariant(ctx context.Context, p throughputParams, v variant) (
 	defer eng.Stop()
 
 	start := time.Now()
-	launchErr := make(chan error, 1)
-	var wg sync.WaitGroup
-	for l := range p.Launchers {
-		n := p.Jobs / p.Launchers
-		if l < p.Jobs%p.Launchers {
-			n++
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n {
-				if _, err := eng.Launch(ctx, runs.LaunchParams{Target: "noop"}); err != nil {
-					select {
-					case launchErr <- err:
-					default:
-					}
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-launchErr:
+	// Launch with ctx, not parallel's: a launched run must outlive the
+	// launching.
+	if err := parallel(ctx, p.Jobs, p.Launchers, func(context.Context, int) error {
+		_, err := eng.Launch(ctx, runs.LaunchParams{Target: "noop"})
+		return err
+	}); err != nil {
 		return 0, 0, fmt.Errorf("launch noop: %w", err)
-	default:
 	}
 	// Every launched run is executing in this engine until it settles.
 	if err := waitFor(ctx, p.Timeout, 200*time.Microsecond, func() (bool, error) { return eng.Executing() == 0, nil }); err != nil {

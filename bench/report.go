@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/text"
 )
 
 // report renders BENCHMARKS.md.
@@ -234,12 +236,9 @@ func orDash(s string) string {
 	return s
 }
 
+// oneLine is s as one line of at most 600 runes (text.OneLine) for the
+// markdown report; its own job is escaping "|", which markdown would read
+// as a table cell border.
 func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	s = strings.ReplaceAll(s, "\n", " ")
-	s = strings.ReplaceAll(s, "|", "\\|")
-	if len(s) > 600 {
-		s = s[:600] + "…"
-	}
-	return s
+	return strings.ReplaceAll(text.OneLine(s, 600), "|", "\\|")
 }

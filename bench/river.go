@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -110,26 +109,20 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 	}()
 
 	start := time.Now()
-	insertErr := make(chan error, 1)
-	var wg sync.WaitGroup
-	for l := range p.Launchers {
-		n := p.Jobs / p.Launchers
-		if l < p.Jobs%p.Launchers {
-			n++
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n {
-				if _, err := client.Insert(runCtx, noopArgs{}, nil); err != nil {
-					select {
-					case insertErr <- fmt.Errorf("insert river job: %w", err):
-					default:
-					}
-					return
-				}
+	// inserted gets the inserts' outcome; it is nil once received.
+	inserted := make(chan error, 1)
+	go func() {
+		inserted <- parallel(runCtx, p.Jobs, p.Launchers, func(context.Context, int) error {
+			if _, err := client.Insert(runCtx, noopArgs{}, nil); err != nil {
+				return fmt.Errorf("insert river job: %w", err)
 			}
-		}()
+			return nil
+		})
+	}()
+	waitInserts := func() {
+		if inserted != nil {
+			<-inserted
+		}
 	}
 	deadline := time.NewTimer(p.Timeout)
 	defer deadline.Stop()
@@ -141,20 +134,22 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 				return 0, fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
 			}
 			done++
-		case err := <-insertErr:
-			cancel()
-			wg.Wait()
-			return 0, err
+		case err := <-inserted:
+			inserted = nil
+			if err != nil {
+				cancel()
+				return 0, err
+			}
 		case <-deadline.C:
 			cancel()
-			wg.Wait()
+			waitInserts()
 			return 0, fmt.Errorf("river completed %d of %d jobs in %s", done, p.Jobs, p.Timeout)
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
 	}
 	elapsed := time.Since(start)
-	wg.Wait()
+	waitInserts()
 	if done == 0 {
 		return 0, errors.New("river completed no job")
 	}

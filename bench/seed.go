@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnhq/cairn/automations/schedule"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -83,7 +84,7 @@ func seedAutomations(ctx context.Context, st store.AutomationStore, n int) error
 			Trigger: store.AutomationTrigger{Kind: store.TriggerCron, Cron: fmt.Sprintf("%d %d 1 1 *", i%60, (i/60)%24), TZ: "UTC"},
 			Enabled: true,
 			Overlap: store.OverlapSkip,
-			Missed:  store.MissedSkip,
+			Missed:  string(schedule.MissedSkip),
 			State:   store.AutomationState{Cursor: now},
 		}
 		if err := st.CreateAutomation(ctx, a); err != nil {

@@ -153,7 +153,30 @@ func (f *fixture) call(name string, args any) *mcptest.ToolResult {
 // ok calls a tool that must succeed and decodes its structured content.
 func (f *fixture) ok(name string, args any, out any) {
 	f.t.Helper()
-	r := f.call(name, args)
+	f.decodeOK(name, args, f.call(name, args), out)
+}
+
+// awaitOK waits for the answer to a call of tool name sent with Request:
+// it must succeed. It decodes the structured content into out and
+// returns the response.
+func (f *fixture) awaitOK(name string, ch <-chan mcptest.Message, out any) mcptest.Message {
+	f.t.Helper()
+	m, err := mcptest.Await(f.ctx(), ch)
+	if err != nil {
+		f.t.Fatalf("%s: %v", name, err)
+	}
+	r, err := mcptest.DecodeToolResult(m)
+	if err != nil {
+		f.t.Fatalf("%s: %v %s", name, err, m.Raw)
+	}
+	f.decodeOK(name, nil, r, out)
+	return m
+}
+
+// decodeOK fails the test unless r (of a call of tool name with args) is
+// a success with structured content, and decodes that into out.
+func (f *fixture) decodeOK(name string, args any, r *mcptest.ToolResult, out any) {
+	f.t.Helper()
 	if r.IsError {
 		f.t.Fatalf("%s(%v): isError: %s", name, args, r.Text())
 	}

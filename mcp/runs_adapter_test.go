@@ -13,49 +13,11 @@ import (
 	"github.com/cairnhq/cairn/workspace"
 )
 
-const testWorkflows = `name: hello
-description: Greet twice
-input:
-  type: object
-  properties:
-    who: {type: string, default: world}
-steps:
-  - id: greet
-    exec: ["echo", "hello ${{ input.who }}"]
-  - id: again
-    exec: ["echo", "again"]
-result: ${{ steps.greet.stdout }}
-`
-
-const testAsk = `name: confirm
-description: Ask, then finish
-on:
-  - cron: "0 3 * * 1-5"
-    tz: Europe/Paris
-steps:
-  - id: q
-    ask: "Go on?"
-    choices: ["yes", "no"]
-result: ${{ steps.q.answer }}
-`
-
 // TestRunsAdapter drives the run tools against a real runs.Engine on the
 // memory store (in-memory journals and locks).
 func TestRunsAdapter(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ws, err := workspace.Resolve(dir, dir, filepath.Join(dir, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(ws.WorkflowsDir(), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{"hello.yaml": testWorkflows, "confirm.yaml": testAsk, "broken.yaml": "steps: [\n"} {
-		if err := os.WriteFile(filepath.Join(ws.WorkflowsDir(), name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ws := adapterWorkspace(t)
 	st := memory.New()
 	var srv *Server
 	eng, err := runs.New(runs.Options{Store: st, Workspace: ws, InMemory: true, OnChange: func(id string) {
@@ -145,4 +107,22 @@ func decode(t *testing.T, r *mcptest.ToolResult, out any) {
 	if err := jsonUnmarshal(r.StructuredContent, out); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// adapterWorkspace is a workspace holding testdata/workflows: hello,
+// confirm (with a cron trigger) and broken (does not parse).
+func adapterWorkspace(t *testing.T) *workspace.Workspace {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := workspace.Resolve(dir, dir, filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(ws.WorkflowsDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(ws.WorkflowsDir(), os.DirFS("testdata/workflows")); err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }

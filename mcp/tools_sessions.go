@@ -293,11 +293,6 @@ type sessionIDIn struct {
 	SessionID string `json:"session_id"`
 }
 
-type deletedOut struct {
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
-}
-
 func (s *Server) deleteSessionTool() server.ServerTool {
 	return newTool("delete_session", "Delete a session",
 		"Delete a session with all its messages, archives and memory file. This cannot be undone.",

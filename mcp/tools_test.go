@@ -17,34 +17,14 @@ import (
 	"github.com/cairnhq/cairn/store"
 )
 
-var wantTools = []string{
-	"list_targets", "launch_run", "get_run", "list_runs", "read_run_output", "answer_run", "cancel_run",
-	"list_automations", "create_automation", "update_automation", "delete_automation", "trigger_automation",
-	"list_sessions", "get_session", "create_session", "append_session_messages", "compact_session", "delete_session",
-}
-
-type listedTool struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description"`
-	InputSchema  json.RawMessage `json:"inputSchema"`
-	OutputSchema json.RawMessage `json:"outputSchema"`
-	Annotations  map[string]any  `json:"annotations"`
-}
-
-func listTools(t *testing.T, f *fixture) map[string]listedTool {
+func listTools(t *testing.T, f *fixture) map[string]mcptest.Tool {
 	t.Helper()
-	m, err := f.client.Call(f.ctx(), "tools/list", nil)
-	if err != nil || m.Error != nil {
-		t.Fatalf("tools/list: %v %s", err, m.Raw)
+	tools, err := f.client.ListTools(f.ctx())
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
 	}
-	var res struct {
-		Tools []listedTool `json:"tools"`
-	}
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]listedTool{}
-	for _, tl := range res.Tools {
+	out := map[string]mcptest.Tool{}
+	for _, tl := range tools {
 		out[tl.Name] = tl
 	}
 	return out
@@ -133,7 +113,7 @@ func TestToolList(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{})
 	tools := listTools(t, f)
-	for _, name := range wantTools {
+	for _, name := range mcptest.CairnTools {
 		tl, ok := tools[name]
 		if !ok {
 			t.Errorf("tool %s missing", name)
@@ -351,7 +331,7 @@ func TestEveryTool(t *testing.T) {
 	call("compact_session", map[string]any{"session_id": "s1", "summary": "they said m0..m6", "keep_last": 2}, nil)
 	call("delete_session", map[string]any{"session_id": "s1"}, nil)
 
-	for _, name := range wantTools {
+	for _, name := range mcptest.CairnTools {
 		if !called[name] {
 			t.Errorf("tool %s was not called", name)
 		}
@@ -383,16 +363,10 @@ func TestLaunchWaitProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.runs.settle(id, store.RunSucceeded)
-	m, err := mcptest.Await(f.ctx(), ch)
-	if err != nil || m.Error != nil {
-		t.Fatal(err, m.Raw)
-	}
-	var r mcptest.ToolResult
-	_ = json.Unmarshal(m.Result, &r)
 	var run runs.Run
-	_ = json.Unmarshal(r.StructuredContent, &run)
+	m := f.awaitOK("launch_run", ch, &run)
 	if run.Status != "succeeded" {
-		t.Errorf("launch_run waited and returned %s", r.StructuredContent)
+		t.Errorf("launch_run waited and returned %+v", run)
 	}
 	for _, msg := range f.client.Messages() {
 		if isProgress(msg) && msg.Index > m.Index {
@@ -431,16 +405,10 @@ func TestReadOutputCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.runs.settle(run.ID, store.RunFailed)
-	m, err := mcptest.Await(f.ctx(), ch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r mcptest.ToolResult
-	_ = json.Unmarshal(m.Result, &r)
 	var page outputPage
-	_ = json.Unmarshal(r.StructuredContent, &page)
+	f.awaitOK("read_run_output", ch, &page)
 	if !page.Done || len(page.Records) != 1 || page.Status != "failed" {
-		t.Errorf("long poll: %s", r.StructuredContent)
+		t.Errorf("long poll: %+v", page)
 	}
 }
 
@@ -532,7 +500,7 @@ func TestUnavailableDomains(t *testing.T) {
 	srv := New(Params{})
 	ctx := context.Background()
 	for _, st := range srv.tools() {
-		if !slices.Contains(wantTools, st.Tool.Name) {
+		if !slices.Contains(mcptest.CairnTools, st.Tool.Name) {
 			t.Errorf("unexpected tool %s", st.Tool.Name)
 		}
 		res, err := st.Handler(ctx, callRequest(st.Tool.Name, minimalArgs[st.Tool.Name]))

@@ -19,6 +19,12 @@ import (
 // summary flattened and its memory file, an automation with its history and
 // schedule. Their output schemas are generated from them (see schema.go).
 
+// deletedOut is what delete_session and delete_automation return.
+type deletedOut struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
 // targetList is what list_targets returns.
 type targetList struct {
 	Targets  []target `json:"targets"`

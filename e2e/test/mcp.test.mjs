@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,41 +29,9 @@ const EXPECTED_TOOLS = [
   'list_sessions', 'get_session', 'create_session', 'append_session_messages', 'compact_session', 'delete_session',
 ];
 
-const WORKFLOWS = {
-  'hello.yaml': `name: hello
-description: Print a greeting, pausing between lines
-input:
-  type: object
-  properties:
-    who: {type: string, default: world}
-steps:
-  - id: greet
-    exec: ["echo", "hello \${{ input.who }}"]
-  - id: pause
-    shell: "sleep 0.3"
-    safe_to_repeat: true
-  - id: bye
-    exec: ["echo", "bye \${{ input.who }}"]
-result: \${{ steps.greet.stdout }}
-`,
-  'confirm.yaml': `name: confirm
-description: Ask a question, then finish
-steps:
-  - id: question
-    ask: "Go on?"
-    choices: ["yes", "no"]
-  - id: done
-    exec: ["echo", "answered \${{ steps.question.answer }}"]
-result: \${{ steps.question.answer }}
-`,
-  'slow.yaml': `name: slow
-description: Sleep in a shell for a minute
-steps:
-  - id: wait
-    shell: "sleep 60"
-    safe_to_repeat: true
-`,
-};
+// The workflows come from the Go end-to-end tests' folder: one copy of each.
+const WORKFLOWS_DIR = join(repo, 'mcp', 'e2e', 'testdata', 'workflows');
+const WORKFLOWS = ['hello.yaml', 'confirm.yaml', 'slow.yaml'];
 
 let bin;
 let client;
@@ -104,8 +72,8 @@ async function until(what, fn, { tries = 600, every = 100 } = {}) {
 before(async () => {
   mkdirSync(join(workspace, '.cairn', 'workflows'), { recursive: true });
   mkdirSync(state, { recursive: true, mode: 0o700 });
-  for (const [name, body] of Object.entries(WORKFLOWS)) {
-    writeFileSync(join(workspace, '.cairn', 'workflows', name), body);
+  for (const name of WORKFLOWS) {
+    copyFileSync(join(WORKFLOWS_DIR, name), join(workspace, '.cairn', 'workflows', name));
   }
   bin = process.env.MCP_HOST_BIN;
   if (!bin) {

@@ -59,56 +59,18 @@ func mainRun(m *testing.M) int {
 	return code
 }
 
-// Workflows every test workspace holds.
-var workflows = map[string]string{
-	"hello.yaml": `name: hello
-description: Greet, pause, greet again
-input:
-  type: object
-  properties:
-    who: {type: string, default: world}
-steps:
-  - id: greet
-    exec: ["echo", "hello ${{ input.who }}"]
-  - id: pause
-    shell: "sleep 0.2"
-    safe_to_repeat: true
-  - id: bye
-    exec: ["echo", "bye ${{ input.who }}"]
-result: ${{ steps.greet.stdout }}
-`,
-	"noop.yaml": `name: noop
-description: One quick step
-steps:
-  - id: one
-    exec: ["true"]
-`,
-	"confirm.yaml": `name: confirm
-description: Ask, then finish
-steps:
-  - id: q
-    ask: "Go on?"
-    choices: ["yes", "no"]
-result: ${{ steps.q.answer }}
-`,
-	"slow.yaml": `name: slow
-description: Sleep a minute in a shell
-steps:
-  - id: wait
-    shell: "sleep 60"
-    safe_to_repeat: true
-`,
-	"handoff.yaml": `name: handoff
-description: Mark, sleep durably, mark again
-steps:
-  - id: first
-    shell: "echo first >> marks.txt"
-  - id: nap
-    sleep: 3s
-  - id: second
-    shell: "echo second >> marks.txt"
-result: done
-`,
+// workflowsDir holds the workflows every test workspace holds. The
+// TypeScript tests (e2e/test) load some of them too.
+const workflowsDir = "testdata/workflows"
+
+// workflowCount is how many workflows a test workspace holds.
+func workflowCount(t testing.TB) int {
+	t.Helper()
+	entries, err := os.ReadDir(workflowsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
 }
 
 // env is a workspace and state root in a temporary folder.
@@ -128,10 +90,8 @@ func newEnv(t testing.TB) *env {
 	if err := os.MkdirAll(wf, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range workflows {
-		if err := os.WriteFile(filepath.Join(wf, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.CopyFS(wf, os.DirFS(workflowsDir)); err != nil {
+		t.Fatal(err)
 	}
 	return e
 }

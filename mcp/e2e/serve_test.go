@@ -20,12 +20,6 @@ import (
 	"github.com/cairnhq/cairn/workspace"
 )
 
-var allTools = []string{
-	"list_targets", "launch_run", "get_run", "list_runs", "read_run_output", "answer_run", "cancel_run",
-	"list_automations", "create_automation", "update_automation", "delete_automation", "trigger_automation",
-	"list_sessions", "get_session", "create_session", "append_session_messages", "compact_session", "delete_session",
-}
-
 // toolbox calls tools and checks every answer against its output schema.
 type toolbox struct {
 	t       *testing.T
@@ -34,27 +28,24 @@ type toolbox struct {
 	called  map[string]bool
 }
 
+// serveTools starts serve in a fresh workspace, as clientName, with a
+// toolbox over it.
+func serveTools(t *testing.T, clientName string) (*env, *server, *toolbox) {
+	t.Helper()
+	e := newEnv(t)
+	s := e.serve(clientName)
+	return e, s, newToolbox(t, s)
+}
+
 func newToolbox(t *testing.T, s *server) *toolbox {
 	t.Helper()
-	m, err := s.client.Call(ctx(t), "tools/list", nil)
-	if err != nil || m.Error != nil {
-		t.Fatalf("tools/list: %v %s", err, m.Raw)
-	}
-	var res struct {
-		Tools []struct {
-			Name         string          `json:"name"`
-			Description  string          `json:"description"`
-			InputSchema  json.RawMessage `json:"inputSchema"`
-			OutputSchema json.RawMessage `json:"outputSchema"`
-			Annotations  map[string]any  `json:"annotations"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		t.Fatal(err)
+	tools, err := s.client.ListTools(ctx(t))
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
 	}
 	tb := &toolbox{t: t, s: s, schemas: map[string]*jsonschema.Schema{}, called: map[string]bool{}}
 	var names []string
-	for _, tl := range res.Tools {
+	for _, tl := range tools {
 		names = append(names, tl.Name)
 		if tl.Description == "" || len(tl.InputSchema) == 0 || len(tl.OutputSchema) == 0 || len(tl.Annotations) < 4 {
 			t.Errorf("tool %s lacks a description, a schema or hints", tl.Name)
@@ -72,7 +63,7 @@ func newToolbox(t *testing.T, s *server) *toolbox {
 		}
 	}
 	slices.Sort(names)
-	want := slices.Clone(allTools)
+	want := slices.Clone(mcptest.CairnTools)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
@@ -105,6 +96,15 @@ func (tb *toolbox) ok(name string, args any, out any) {
 	}
 }
 
+// launchWaiting launches target with its default input and waits up to
+// 30 s for the run to end or park.
+func (tb *toolbox) launchWaiting(target string) run {
+	tb.t.Helper()
+	var r run
+	tb.ok("launch_run", map[string]any{"target": target, "wait_seconds": 30}, &r)
+	return r
+}
+
 // fails calls a tool that must fail with isError.
 func (tb *toolbox) fails(name string, args any) string {
 	tb.t.Helper()
@@ -130,15 +130,13 @@ type run struct {
 // TestEveryTool runs the binary and calls every tool at least once.
 func TestEveryTool(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.serve("go e2e")
-	tb := newToolbox(t, s)
+	_, _, tb := serveTools(t, "go e2e")
 
 	var targets struct {
 		Targets []struct{ Name string } `json:"targets"`
 	}
 	tb.ok("list_targets", nil, &targets)
-	if len(targets.Targets) != len(workflows) {
+	if len(targets.Targets) != workflowCount(t) {
 		t.Errorf("list_targets: %+v", targets)
 	}
 	var r run
@@ -168,8 +166,7 @@ func TestEveryTool(t *testing.T) {
 		t.Errorf("read_run_output rest: %+v", out)
 	}
 
-	var parked run
-	tb.ok("launch_run", map[string]any{"target": "confirm", "wait_seconds": 30}, &parked)
+	parked := tb.launchWaiting("confirm")
 	if parked.Status != "waiting" || parked.Question == nil {
 		t.Fatalf("confirm: %+v", parked)
 	}
@@ -238,7 +235,7 @@ func TestEveryTool(t *testing.T) {
 	}
 	tb.ok("delete_session", map[string]any{"session_id": "chat"}, nil)
 
-	for _, name := range allTools {
+	for _, name := range mcptest.CairnTools {
 		if !tb.called[name] {
 			t.Errorf("%s was not called", name)
 		}
@@ -276,11 +273,8 @@ func snapshot(t *testing.T, e *env) string {
 // error, the server answers the next request, and the store is unchanged.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.serve("bad input")
-	tb := newToolbox(t, s)
-	var r run
-	tb.ok("launch_run", map[string]any{"target": "noop", "wait_seconds": 30}, &r) // some state to keep
+	e, s, tb := serveTools(t, "bad input")
+	r := tb.launchWaiting("noop") // some state to keep
 	before := snapshot(t, e)
 
 	ping := func(what string) {
@@ -412,9 +406,7 @@ func TestProgressOrder(t *testing.T) {
 // it, each step once.
 func TestHandOffToWorker(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.serve("handoff")
-	tb := newToolbox(t, s)
+	e, s, tb := serveTools(t, "handoff")
 	var r run
 	tb.ok("launch_run", map[string]any{"target": "handoff"}, &r)
 	// Wait until the durable sleep started.
@@ -490,11 +482,8 @@ func TestHandOffToWorker(t *testing.T) {
 // it from another mcp-host process.
 func TestSubscriptionSeesOtherProcess(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.serve("subscriber")
-	tb := newToolbox(t, s)
-	var r run
-	tb.ok("launch_run", map[string]any{"target": "confirm", "wait_seconds": 30}, &r)
+	e, s, tb := serveTools(t, "subscriber")
+	r := tb.launchWaiting("confirm")
 	if r.Status != "waiting" {
 		t.Fatalf("confirm: %+v", r)
 	}
@@ -519,9 +508,7 @@ func TestSubscriptionSeesOtherProcess(t *testing.T) {
 // JSON-RPC message, after a session that ran steps printing to stdout.
 func TestStdoutIsProtocolOnly(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.serve("stdout")
-	tb := newToolbox(t, s)
+	_, s, tb := serveTools(t, "stdout")
 	tb.ok("launch_run", map[string]any{"target": "hello", "wait_seconds": 30}, nil)
 	for _, m := range s.client.Messages() {
 		if m.Method == "<unparsable>" {
@@ -535,11 +522,8 @@ func TestStdoutIsProtocolOnly(t *testing.T) {
 // answers the run, which ends every poll.
 func TestLongPollsDoNotBlock(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.serve("long polls")
-	tb := newToolbox(t, s)
-	var r run
-	tb.ok("launch_run", map[string]any{"target": "confirm", "wait_seconds": 30}, &r)
+	_, s, tb := serveTools(t, "long polls")
+	r := tb.launchWaiting("confirm")
 	var out struct {
 		NextCursor string `json:"next_cursor"`
 	}

@@ -200,48 +200,6 @@ func (c *Client) Initialize(ctx context.Context, clientName string) (Message, er
 	return m, c.Notify("notifications/initialized", nil)
 }
 
-// ToolResult is a tools/call result.
-type ToolResult struct {
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent"`
-	IsError           bool            `json:"isError"`
-}
-
-// Text is the text of the result's first content item.
-func (r *ToolResult) Text() string {
-	if len(r.Content) == 0 {
-		return ""
-	}
-	return r.Content[0].Text
-}
-
-// CallTool calls a tool. meta, when not nil, is sent as params._meta (a
-// progress token, say). A JSON-RPC error is returned as *RPCError.
-func (c *Client) CallTool(ctx context.Context, name string, args any, meta map[string]any) (*ToolResult, Message, error) {
-	params := map[string]any{"name": name}
-	if args != nil {
-		params["arguments"] = args
-	}
-	if meta != nil {
-		params["_meta"] = meta
-	}
-	m, err := c.Call(ctx, "tools/call", params)
-	if err != nil {
-		return nil, m, err
-	}
-	if m.Error != nil {
-		return nil, m, m.Error
-	}
-	var r ToolResult
-	if err := json.Unmarshal(m.Result, &r); err != nil {
-		return nil, m, fmt.Errorf("decode tool result: %w", err)
-	}
-	return &r, m, nil
-}
-
 // Messages returns every message received so far, in order.
 func (c *Client) Messages() []Message {
 	c.mu.Lock()

@@ -227,7 +227,10 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 	msg := append([]byte(nil), trimmed...)
 	go func() {
 		defer c.reqs.Done()
-		defer func() { <-c.slots }()
+		// The slot is freed before the response is written: a client may
+		// send its next request the moment it reads this response.
+		release := sync.OnceFunc(func() { <-c.slots })
+		defer release()
 		rs := &reqState{}
 		fwd := c.forwarded.Load()
 		resp := c.handle(context.WithValue(ctx, reqStateKey{}, rs), head.ID, msg)
@@ -240,6 +243,7 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 		if rs.notified.Load() || c.forwarded.Load() != fwd {
 			c.syncClient(ctx)
 		}
+		release()
 		c.writeResponse(resp)
 	}()
 }

@@ -17,24 +17,9 @@ import (
 // a function running mcp-host in it.
 func automationsWorkspace(t *testing.T) (run func(args ...string) (int, string, string), ws *workspace.Workspace) {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "state")
-	dir := t.TempDir()
-	wf := filepath.Join(dir, ".cairn", "workflows")
-	if err := os.MkdirAll(wf, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	hello := "name: hello\ninput:\n  type: object\n  properties:\n    who: {type: string, default: world}\nsteps:\n  - id: greet\n    exec: [\"echo\", \"hello ${{ input.who }}\"]\n"
-	if err := os.WriteFile(filepath.Join(wf, "hello.yaml"), []byte(hello), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ws, err := workspace.Resolve(dir, "", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(args ...string) (int, string, string) {
-		t.Helper()
-		return runCLI(t, append(args, "--state", root, "--workspace", dir)...)
-	}, ws
+	c := newCLIWS(t, map[string]string{"hello.yaml": hello})
+	return c.run, c.ws
 }
 
 func TestAutomationsCommands(t *testing.T) {

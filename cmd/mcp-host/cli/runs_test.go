@@ -7,204 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/workflows"
-	"github.com/cairnhq/cairn/workspace"
 )
-
-// TestMain lets the test binary stand in for mcp-host: a background worker
-// started by `run --detach` or `answer` (os.Executable) runs Main.
-func TestMain(m *testing.M) {
-	if os.Getenv("CAIRN_CLI_MAIN") == "1" && (len(os.Args) < 2 || !strings.HasPrefix(os.Args[1], "-test.")) {
-		syscall.Umask(0o077)
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
-		stop()
-		os.Exit(code)
-	}
-	os.Setenv("CAIRN_CLI_MAIN", "1")
-	// The race detector sleeps a second at exit by default; workers exit.
-	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	os.Exit(m.Run())
-}
-
-// cliWS is a workspace with workflow files and its own state root.
-type cliWS struct {
-	t     *testing.T
-	root  string
-	state string
-	ws    *workspace.Workspace
-}
-
-func newCLIWS(t *testing.T, files map[string]string) *cliWS {
-	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, ".cairn", "workflows")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	state := filepath.Join(t.TempDir(), "state")
-	ws, err := workspace.Resolve(root, root, state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cliWS{t: t, root: ws.Root, state: state, ws: ws}
-	t.Cleanup(c.stopWorker)
-	return c
-}
-
-// run runs mcp-host in-process in this workspace with stdin in.
-func (c *cliWS) runIn(in string, args ...string) (int, string, string) {
-	c.t.Helper()
-	var out, errb bytes.Buffer
-	args = append([]string{"--state", c.state, "--workspace", c.root}, args...)
-	code := Main(context.Background(), args, Stdio{In: strings.NewReader(in), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
-}
-
-func (c *cliWS) run(args ...string) (int, string, string) {
-	c.t.Helper()
-	return c.runIn("", args...)
-}
-
-// show returns a run as `runs show --json` prints it.
-func (c *cliWS) show(id string) *runs.Run {
-	c.t.Helper()
-	code, out, errs := c.run("runs", "show", id, "--json")
-	if code != 0 {
-		c.t.Fatalf("runs show %s: exit %d: %s", id, code, errs)
-	}
-	var r runs.Run
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		c.t.Fatalf("runs show --json: %v\n%s", err, out)
-	}
-	return &r
-}
-
-// waitFor polls cond (a generous deadline, not an assertion of speed).
-func (c *cliWS) waitFor(what string, cond func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stopWorker stops the background workers of this workspace: the holder
-// of locks/worker and, where /proc tells, any worker process of this state
-// root still starting up (a command that started one returns at once, so
-// the test may end before the worker takes its lock).
-func (c *cliWS) stopWorker() {
-	pids := workerPIDs(c.state)
-	if h, held, err := locks.Describe(c.ws.LocksDir(), "worker"); err == nil && held && h.PID != 0 && h.PID != os.Getpid() && !slices.Contains(pids, h.PID) {
-		pids = append(pids, h.PID)
-	}
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, pid := range pids {
-		for processAlive(pid) {
-			if time.Now().After(deadline) {
-				c.t.Errorf("worker pid %d did not stop", pid)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	for time.Now().Before(deadline) {
-		if _, held, _ := locks.Describe(c.ws.LocksDir(), "worker"); !held {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.t.Errorf("locks/worker is still held")
-}
-
-// workerPIDs returns the processes running `worker` with state root
-// state, as /proc shows them (none without /proc).
-func workerPIDs(state string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
-		if slices.Contains(args, "worker") && slices.Index(args, state) > 0 && args[slices.Index(args, state)-1] == "--state" {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// processAlive reports whether pid runs (a zombie has ended).
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil // no /proc: a zombie counts as alive
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
-	}
-	return true
-}
-
-const cliHello = `name: hello
-description: Greet, ask, finish
-input:
-  type: object
-  properties:
-    who: {type: string, default: world}
-steps:
-  - id: greet
-    exec: ["echo", "hello ${{ input.who }}"]
-  - id: confirm
-    ask: "Go on, ${{ input.who }}?"
-    choices: ["yes", "no"]
-  - id: write
-    if: ${{ steps.confirm.answer == "yes" }}
-    shell: 'echo "$A" >> out.txt'
-    env: {A: "${{ steps.confirm.answer }}"}
-result: ${{ steps.greet.stdout }}
-`
-
-var cliFiles = map[string]string{
-	"hello.yaml": cliHello,
-	"ok.yaml":    "description: says hi\nsteps:\n  - id: greet\n    exec: [\"echo\", \"hi\"]\nresult: ${{ steps.greet.stdout }}\n",
-	"bad.yaml":   "description: fails\nsteps:\n  - id: x\n    shell: 'echo oops >&2; exit 3'\n",
-	"long.yaml":  "description: sleeps\nsteps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n",
-}
 
 func TestRunCommandsAttached(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.run("run", "ok")
 	if code != 0 || !strings.Contains(out, "[greet] hi\n") || !strings.Contains(out, ` succeeded: "hi"`) || !strings.HasPrefix(out, "run run_") {
 		t.Fatalf("run ok: exit %d\nstdout %s\nstderr %s", code, out, errs)
@@ -273,7 +89,7 @@ func TestRunCommandsAttached(t *testing.T) {
 func TestRunCommandsRefuseBadInput(t *testing.T) {
 	t.Parallel()
 	c := newCLIWS(t, map[string]string{
-		"ok.yaml":     cliFiles["ok.yaml"],
+		"ok.yaml":     cliFiles(t)["ok.yaml"],
 		"typed.yaml":  "input:\n  type: object\n  properties: {n: {type: integer}}\nsteps:\n  - id: a\n    exec: [\"true\"]\n",
 		"broken.yaml": "steps: [\n",
 	})
@@ -308,7 +124,7 @@ func TestRunCommandsRefuseBadInput(t *testing.T) {
 
 func TestAskInRunAnswerFromAnotherCommand(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	type result struct {
 		code      int
 		out, errs string
@@ -351,7 +167,7 @@ func TestAskInRunAnswerFromAnotherCommand(t *testing.T) {
 
 func TestDetachedRunWorkerAndCancel(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.run("run", "ok", "--detach")
 	id := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(id, "run_") || !strings.Contains(errs, "mcp-host watch "+id) {
@@ -394,7 +210,7 @@ func TestDetachedRunWorkerAndCancel(t *testing.T) {
 
 func TestWorkerIdleAndSingleton(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, _, errs := c.run("worker", "--idle", "100ms")
 	if code != 0 {
 		t.Fatalf("idle worker: exit %d %s", code, errs)
@@ -418,7 +234,7 @@ func TestWorkerIdleAndSingleton(t *testing.T) {
 
 func TestWorkerRunsQueuedWork(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	ctx := context.Background()
 	if err := c.ws.Prepare(); err != nil {
 		t.Fatal(err)
@@ -449,7 +265,7 @@ func TestWorkerRunsQueuedWork(t *testing.T) {
 
 func TestListAndInit(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, map[string]string{"ok.yaml": cliFiles["ok.yaml"], "broken.yaml": "steps: [\n"})
+	c := newCLIWS(t, map[string]string{"ok.yaml": cliFiles(t)["ok.yaml"], "broken.yaml": "steps: [\n"})
 	code, out, errs := c.run("list")
 	if code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "says hi") || !strings.Contains(errs, "broken.yaml") {
 		t.Fatalf("list: exit %d %q %q", code, out, errs)
@@ -489,7 +305,7 @@ func TestListAndInit(t *testing.T) {
 
 func TestDryRunAnswersFromStdin(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.runIn("maybe\nyes\n", "--dry-run", "run", "hello")
 	if code != 0 || !strings.Contains(out, "?? Go on, world? [yes/no]") || !strings.Contains(errs, `"maybe" is not one of the choices`) || !strings.Contains(out, ` succeeded: "hello world"`) {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errs)

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,32 +10,17 @@ import (
 
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/workspace"
 )
 
 // sessionsCLI runs mcp-host commands against one state root and workspace.
-type sessionsCLI struct {
-	t      *testing.T
-	root   string // state root
-	wsRoot string
-}
+type sessionsCLI struct{ *cliWS }
 
-func newSessionsCLI(t *testing.T) *sessionsCLI {
-	return &sessionsCLI{t: t, root: filepath.Join(t.TempDir(), "state"), wsRoot: t.TempDir()}
-}
-
-func (c *sessionsCLI) run(stdin string, args ...string) (code int, stdout, stderr string) {
-	c.t.Helper()
-	var out, errb bytes.Buffer
-	args = append([]string{"--state", c.root, "--workspace", c.wsRoot}, args...)
-	code = Main(context.Background(), args, Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
-}
+func newSessionsCLI(t *testing.T) *sessionsCLI { return &sessionsCLI{newCLIWS(t, nil)} }
 
 // ok runs a command that must succeed and returns its stdout.
 func (c *sessionsCLI) ok(args ...string) string {
 	c.t.Helper()
-	code, out, errs := c.run("", args...)
+	code, out, errs := c.runIn("", args...)
 	if code != 0 {
 		c.t.Fatalf("mcp-host %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
 	}
@@ -47,19 +30,10 @@ func (c *sessionsCLI) ok(args ...string) string {
 // fails runs a command that must exit with code and mention want on stderr.
 func (c *sessionsCLI) fails(code int, want string, args ...string) {
 	c.t.Helper()
-	got, out, errs := c.run("", args...)
+	got, out, errs := c.runIn("", args...)
 	if got != code || !strings.Contains(errs, want) {
 		c.t.Fatalf("mcp-host %s: exit %d (want %d)\nstdout: %s\nstderr: %s\nwant stderr to mention %q", strings.Join(args, " "), got, code, out, errs, want)
 	}
-}
-
-func (c *sessionsCLI) ws() *workspace.Workspace {
-	c.t.Helper()
-	ws, err := workspace.Resolve(c.wsRoot, c.wsRoot, c.root)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return ws
 }
 
 func (c *sessionsCLI) writeFile(name, content string) string {
@@ -101,7 +75,7 @@ func TestSessionsCommandsLifecycle(t *testing.T) {
 	if out := c.ok("sessions", "append", "ses_cli", "--file", file); !strings.Contains(out, "appended 4 message(s) to ses_cli (#3–#6); it holds 6") {
 		t.Fatalf("append --file: %q", out)
 	}
-	code, out, errs := c.run(`{"role":"user","text":"from stdin"}`, "sessions", "append", "ses_cli", "--file", "-")
+	code, out, errs := c.runIn(`{"role":"user","text":"from stdin"}`, "sessions", "append", "ses_cli", "--file", "-")
 	if code != 0 || !strings.Contains(out, "(#7)") {
 		t.Fatalf("append --file -: %d %q %q", code, out, errs)
 	}
@@ -132,7 +106,7 @@ func TestSessionsCommandsLifecycle(t *testing.T) {
 	summary := "# Summary\n\nThe user greeted; the assistant listed the folder (README.md). ✓\n"
 	sumFile := c.writeFile("summary.md", summary)
 	out = c.ok("sessions", "compact", "ses_cli", "--summary-file", sumFile)
-	memPath := filepath.Join(c.ws().MemoryDir(), "ses_cli.md")
+	memPath := filepath.Join(c.ws.MemoryDir(), "ses_cli.md")
 	if !strings.Contains(out, "compacted 3 message(s) of ses_cli into a summary; it holds 5 message(s)") || !strings.Contains(out, memPath) {
 		t.Fatalf("compact:\n%s", out)
 	}
@@ -217,7 +191,7 @@ func TestSessionsCommandsRefuseBadInput(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("--json", "sessions", "list")), &lp); err != nil || len(lp.Sessions) != 1 || lp.Sessions[0].MessageCount != 1 {
 		t.Fatalf("after bad input: %+v, %v", lp, err)
 	}
-	entries, _ := os.ReadDir(c.ws().MemoryDir())
+	entries, _ := os.ReadDir(c.ws.MemoryDir())
 	if len(entries) != 0 {
 		t.Fatalf("bad input left %d files in the memory folder", len(entries))
 	}
@@ -226,10 +200,10 @@ func TestSessionsCommandsRefuseBadInput(t *testing.T) {
 func TestSessionsRetentionConfig(t *testing.T) {
 	t.Parallel()
 	c := newSessionsCLI(t)
-	if err := os.MkdirAll(filepath.Join(c.wsRoot, ".cairn"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(c.root, ".cairn"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(c.wsRoot, ".cairn", "config.yaml"), []byte("sessions:\n  max_archives: 2\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte("sessions:\n  max_archives: 2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c.ok("sessions", "create", "ses_k")
@@ -257,7 +231,7 @@ func TestSessionsRetentionConfig(t *testing.T) {
 	if n := archives(); n != 4 {
 		t.Fatalf("%d archives after compactions with --max-archives 0, want 4", n)
 	}
-	if err := os.WriteFile(filepath.Join(c.wsRoot, ".cairn", "config.yaml"), []byte("sessions:\n  max_archives: -1\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte("sessions:\n  max_archives: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c.fails(ExitFailure, "sessions.max_archives is -1", "sessions", "list")
@@ -276,7 +250,7 @@ func TestSessionsReadCommandsWriteNothing(t *testing.T) {
 	}
 	// Each dry run starts from an empty memory store.
 	c.fails(ExitFailure, `no session "ses_dry"`, "--dry-run", "sessions", "append", "ses_dry", "--text", "x")
-	if _, err := os.Stat(c.root); !os.IsNotExist(err) {
+	if _, err := os.Stat(c.state); !os.IsNotExist(err) {
 		t.Fatalf("read commands or a dry run created the state root: %v", err)
 	}
 }

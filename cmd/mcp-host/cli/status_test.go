@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,16 +13,7 @@ import (
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
-	"github.com/cairnhq/cairn/workspace"
 )
-
-// runCLI runs mcp-host in-process and returns its exit code and output.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = Main(context.Background(), args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
-}
 
 func TestStatusEmptyStateRoot(t *testing.T) {
 	t.Parallel()
@@ -45,19 +35,10 @@ func TestStatusEmptyStateRoot(t *testing.T) {
 func TestStatusPopulated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	root := filepath.Join(t.TempDir(), "state")
-	ws, err := workspace.Resolve(t.TempDir(), "", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Prepare(); err != nil {
-		t.Fatal(err)
-	}
+	c := newCLIWS(t, nil)
+	ws := c.ws
+	s := c.openStore()
 	if err := ws.Touch(time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
-	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -77,7 +58,7 @@ func TestStatusPopulated(t *testing.T) {
 	}
 	defer lk.Unlock()
 
-	code, out, errs := runCLI(t, "status", "--state", root, "--workspace", ws.Root)
+	code, out, errs := c.run("status")
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errs)
 	}
@@ -86,7 +67,7 @@ func TestStatusPopulated(t *testing.T) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, _ = runCLI(t, "status", "--json", "--state", root, "--workspace", ws.Root)
+	code, out, _ = c.run("status", "--json")
 	var rep statusReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Workspaces) != 1 {
 		t.Fatalf("status --json: exit %d, %s", code, out)
@@ -118,28 +99,17 @@ func TestVersion(t *testing.T) {
 func TestBackupCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	root := filepath.Join(t.TempDir(), "state")
-	ws, err := workspace.Resolve(t.TempDir(), "", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--state", root, "--workspace", ws.Root, "backup"}
+	c := newCLIWS(t, nil)
 	dest := filepath.Join(t.TempDir(), "copy.sqlite3")
-	if code, _, errs := runCLI(t, append(args, dest)...); code != 1 || !strings.Contains(errs, "nothing to back up") {
+	if code, _, errs := c.run("backup", dest); code != 1 || !strings.Contains(errs, "nothing to back up") {
 		t.Fatalf("backup with no state: exit %d %q", code, errs)
 	}
-	if err := ws.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := c.openStore()
 	defer s.Close() // a live store: backup runs beside it
 	if err := s.CreateRun(ctx, &store.Run{ID: "run_1", Target: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := runCLI(t, append(args, dest)...); code != 0 || !strings.Contains(out, "backed up") {
+	if code, out, errs := c.run("backup", dest); code != 0 || !strings.Contains(out, "backed up") {
 		t.Fatalf("backup: exit %d %q %q", code, out, errs)
 	}
 	b, err := sqlite.Open(ctx, dest, sqlite.Options{ReadOnly: true})
@@ -150,7 +120,7 @@ func TestBackupCommand(t *testing.T) {
 	if _, err := b.GetRun(ctx, "run_1"); err != nil {
 		t.Fatalf("the backup lacks run_1: %v", err)
 	}
-	if code, _, errs := runCLI(t, append(args, dest)...); code != 1 || !strings.Contains(errs, "choose a new file name") {
+	if code, _, errs := c.run("backup", dest); code != 1 || !strings.Contains(errs, "choose a new file name") {
 		t.Fatalf("backup over an existing file: exit %d %q", code, errs)
 	}
 }

@@ -22,7 +22,7 @@ func TestWorkerStopStopsAStepInFlight(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("needs /proc to find the step's process")
 	}
-	c := newCLIWS(t, cliFiles)
+	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.run("run", "long", "--detach")
 	id := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(id, "run_") {
