@@ -119,7 +119,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if err := h.openStore(ctx, cfg, clk.Now()); err != nil {
 		return nil, err
 	}
-	_, inMemory := h.Store.(*memory.Store)
+	inMemory := h.InMemory()
 
 	locksDir, memoryDir := ws.LocksDir(), ws.MemoryDir()
 	if inMemory {
