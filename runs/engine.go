@@ -56,6 +56,15 @@ type Options struct {
 	StopGrace      time.Duration
 	ParkSleepsOver time.Duration // sleeps longer than this park the run; default 5s
 	OutputCap      int           // bytes of each stream kept in a step's result; default 1 MiB
+	// JournalRunCap bounds the text a run's journal keeps: past it the
+	// journal keeps the head and, written when the step ends, a tail of
+	// the latest output (a quarter of the cap, at most 1 MiB) after a
+	// "truncated" record; default 16 MiB (DefaultJournalRunCap).
+	JournalRunCap int64
+	// JournalLineCap bounds one line of output in the journal: a longer
+	// line is cut, with a marker saying how many bytes were dropped;
+	// default 64 KiB (DefaultJournalLineCap).
+	JournalLineCap int
 	HTTPTimeout    time.Duration // default timeout of http steps; default 60s
 	HTTPClient     *http.Client  // default: a client without cookies that follows redirects
 }
@@ -116,6 +125,12 @@ func New(opts Options) (*Engine, error) {
 	opts.StopGrace = cmp.Or(opts.StopGrace, 10*time.Second)
 	opts.ParkSleepsOver = cmp.Or(opts.ParkSleepsOver, 5*time.Second)
 	opts.OutputCap = cmp.Or(opts.OutputCap, 1<<20)
+	opts.JournalRunCap = cmp.Or(opts.JournalRunCap, DefaultJournalRunCap)
+	opts.JournalLineCap = cmp.Or(opts.JournalLineCap, DefaultJournalLineCap)
+	if opts.JournalRunCap < minJournalRunCap || opts.JournalLineCap < minJournalLineCap {
+		return nil, fmt.Errorf("new run engine: journal caps of %d bytes per run and %d per line are below the least (%d and %d)",
+			opts.JournalRunCap, opts.JournalLineCap, minJournalRunCap, minJournalLineCap)
+	}
 	opts.HTTPTimeout = cmp.Or(opts.HTTPTimeout, 60*time.Second)
 	e := &Engine{
 		opts:     opts,

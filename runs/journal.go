@@ -25,20 +25,28 @@ const (
 	RecordQuestion = "question" // the run parked on a question
 	RecordAnswer   = "answer"   // the question was answered
 	RecordEnd      = "end"      // last: terminal status and result or error
+	// RecordTruncated: the journal reached its cap; Dropped bytes of output
+	// in Lines lines were left out, and the tail that was kept follows.
+	RecordTruncated = "truncated"
 )
 
 // Record is one line of a run's journal.
 type Record struct {
-	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
-	Run      string          `json:"run,omitempty"`
-	Target   string          `json:"target,omitempty"`
-	PID      int             `json:"pid,omitempty"`
-	Step     string          `json:"step,omitempty"`
-	Attempt  int             `json:"attempt,omitempty"`
-	Event    string          `json:"event,omitempty"`
-	Stream   string          `json:"stream,omitempty"`
-	Text     string          `json:"text,omitempty"`
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Run     string    `json:"run,omitempty"`
+	Target  string    `json:"target,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+	Step    string    `json:"step,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Event   string    `json:"event,omitempty"`
+	Stream  string    `json:"stream,omitempty"`
+	Text    string    `json:"text,omitempty"`
+	// Dropped counts bytes of output left out: of this line (a text
+	// record cut at the line cap) or of the lines before the tail (a
+	// truncated record, with their number in Lines).
+	Dropped  int64           `json:"dropped,omitempty"`
+	Lines    int64           `json:"lines,omitempty"`
 	Status   string          `json:"status,omitempty"`
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Question *store.Question `json:"question,omitempty"`
@@ -46,11 +54,9 @@ type Record struct {
 	Error    string          `json:"error,omitempty"`
 }
 
-// Limits on what one record carries.
-const (
-	maxLine      = 64 << 10  // a longer output line is split into several records
-	maxEndResult = 256 << 10 // a larger result is left out of the end record
-)
+// maxEndResult bounds the result an end record carries: a larger one is
+// left out.
+const maxEndResult = 256 << 10
 
 // journalWriter writes one execution's records. add buffers a record;
 // flush writes what is buffered with one write(2), opening (creating) the
@@ -60,6 +66,11 @@ const (
 // that only evaluates conditions writes its journal once. A failed open
 // or write is logged once and execution goes on: output is history, not
 // state.
+//
+// Text records count against the run's journal cap: past its head budget
+// (the cap less the tail) they go to a bounded tail in memory instead,
+// which the next other record (a step's end, a note, the end) writes
+// after a truncated record. Other records are always written.
 type journalWriter struct {
 	e      *Engine
 	runID  string
@@ -72,10 +83,22 @@ type journalWriter struct {
 	// noFile says that the run has no journal file: its journal may be
 	// kept with the run when it settles (see inline).
 	noFile bool
+
+	written  int64 // bytes of the journal, buffered ones included, once sized
+	sized    bool  // written counts what the journal held before this writer
+	over     bool  // the head budget is spent: text goes to tail
+	lastStep string
+	tail     journalTail
 }
 
 func (e *Engine) openJournal(runID string) *journalWriter {
-	return &journalWriter{e: e, runID: runID}
+	return &journalWriter{e: e, runID: runID, tail: journalTail{max: e.journalTail()}}
+}
+
+// journalTail is how many bytes of the latest text a run over its cap
+// keeps.
+func (e *Engine) journalTail() int {
+	return min(maxJournalTail, int(e.opts.JournalRunCap/4))
 }
 
 // add buffers a record for the next flush.
@@ -85,9 +108,56 @@ func (w *journalWriter) add(r Record) {
 	}
 	w.mu.Lock()
 	if !w.closed && !w.failed {
-		w.buf = appendRecord(w.buf, w.e.now(), r)
+		if r.Type == RecordText {
+			w.addText(r)
+		} else {
+			w.addTail()
+			w.append(appendRecord(nil, w.e.now(), r))
+		}
 	}
 	w.mu.Unlock()
+}
+
+// append buffers an encoded record. The caller holds w.mu.
+func (w *journalWriter) append(rec []byte) {
+	w.buf = append(w.buf, rec...)
+	w.written += int64(len(rec))
+}
+
+// addText buffers a text record within the head budget, or keeps it in
+// the tail. The caller holds w.mu.
+func (w *journalWriter) addText(r Record) {
+	if !w.sized {
+		// A resumed run's journal already holds output.
+		if n, err := w.e.journals.size(w.runID); err == nil {
+			w.written += n
+		}
+		w.sized = true
+	}
+	rec := appendRecord(nil, w.e.now(), r)
+	w.lastStep = r.Step
+	head := w.e.opts.JournalRunCap - int64(w.tail.max)
+	if !w.over && w.written+int64(len(rec)) <= head {
+		w.append(rec)
+		return
+	}
+	w.over = true
+	w.tail.push(rec, len(r.Text))
+}
+
+// addTail buffers what the tail holds, after a truncated record when some
+// output was dropped. The caller holds w.mu.
+func (w *journalWriter) addTail() {
+	if w.tail.empty() {
+		return
+	}
+	recs, dropped, lines := w.tail.take()
+	if lines > 0 {
+		w.append(appendRecord(nil, w.e.now(), truncatedRecord(w.lastStep, w.e.opts.JournalRunCap, dropped, lines, len(recs))))
+	}
+	for _, rec := range recs {
+		w.append(rec)
+	}
 }
 
 // write adds a record and flushes.
@@ -144,7 +214,7 @@ func (w *journalWriter) warn(what string, err error) {
 func (w *journalWriter) inline(end Record) (journal []byte, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.noFile || !w.e.inlineJournals || w.f != nil || w.failed || w.closed {
+	if !w.noFile || !w.e.inlineJournals || w.f != nil || w.failed || w.closed || !w.tail.empty() {
 		return nil, false
 	}
 	return appendRecord(bytes.Clone(w.buf), w.e.now(), end), true
@@ -164,6 +234,11 @@ func (w *journalWriter) close() {
 	if w == nil {
 		return
 	}
+	w.mu.Lock()
+	if !w.closed && !w.failed {
+		w.addTail()
+	}
+	w.mu.Unlock()
 	w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()

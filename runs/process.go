@@ -34,7 +34,10 @@ type procSpec struct {
 	grace   time.Duration // SIGTERM to SIGKILL
 	clk     clock.Clock   // times timeout and grace; nil is the wall clock
 	cap     int           // bytes of each stream kept
-	onLine  func(stream, line string)
+	lineCap int           // bytes of a line handed to onLine
+	// onLine gets each line, cut at lineCap with dropped the bytes left
+	// out.
+	onLine  func(stream, line string, dropped int64)
 	onStart func(pid int)
 }
 
@@ -106,8 +109,8 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 	}
 
 	var wg sync.WaitGroup
-	stdout := &capture{stream: "stdout", cap: spec.cap, onLine: spec.onLine}
-	stderr := &capture{stream: "stderr", cap: spec.cap, onLine: spec.onLine}
+	stdout := &capture{stream: "stdout", cap: spec.cap, lineCap: spec.lineCap, onLine: spec.onLine}
+	stderr := &capture{stream: "stderr", cap: spec.cap, lineCap: spec.lineCap, onLine: spec.onLine}
 	wg.Add(2)
 	go func() { defer wg.Done(); stdout.drain(outR) }()
 	go func() { defer wg.Done(); stderr.drain(errR) }()
@@ -222,14 +225,16 @@ func executable(p string) error {
 }
 
 // capture keeps the first cap bytes of a stream and hands complete lines
-// (split at maxLine) to onLine.
+// (cut at lineCap) to onLine. It holds at most lineCap bytes of a line.
 type capture struct {
 	stream    string
 	cap       int
-	onLine    func(stream, line string)
+	lineCap   int
+	onLine    func(stream, line string, dropped int64)
 	kept      bytes.Buffer
 	truncated bool
-	partial   []byte
+	partial   []byte // the line so far, up to lineCap bytes
+	dropped   int64  // bytes of the line past lineCap
 }
 
 func (c *capture) drain(r io.Reader) {
@@ -243,9 +248,8 @@ func (c *capture) drain(r io.Reader) {
 			break
 		}
 	}
-	if len(c.partial) > 0 {
-		c.emit(c.partial)
-		c.partial = nil
+	if len(c.partial) > 0 || c.dropped > 0 {
+		c.endLine()
 	}
 }
 
@@ -258,26 +262,36 @@ func (c *capture) add(b []byte) {
 	} else if len(b) > 0 {
 		c.truncated = true
 	}
-	c.partial = append(c.partial, b...)
-	for {
-		i := bytes.IndexByte(c.partial, '\n')
-		if i < 0 {
-			break
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		chunk := b
+		if i >= 0 {
+			chunk = b[:i]
 		}
-		c.emit(c.partial[:i])
-		c.partial = c.partial[i+1:]
+		room := max(c.lineCap-len(c.partial), 0)
+		n := min(room, len(chunk))
+		c.partial = append(c.partial, chunk[:n]...)
+		c.dropped += int64(len(chunk) - n)
+		if i < 0 {
+			return
+		}
+		c.endLine()
+		b = b[i+1:]
 	}
-	for len(c.partial) >= maxLine {
-		c.emit(c.partial[:maxLine])
-		c.partial = c.partial[maxLine:]
-	}
-	c.partial = bytes.Clone(c.partial)
 }
 
-func (c *capture) emit(line []byte) {
-	if c.onLine != nil {
-		c.onLine(c.stream, strings.ToValidUTF8(strings.TrimSuffix(string(line), "\r"), "\uFFFD"))
+// endLine hands the line so far to onLine.
+func (c *capture) endLine() {
+	line, dropped := c.partial, c.dropped
+	if dropped == 0 {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+	} else {
+		line, dropped = cutLine(line, c.lineCap, dropped)
 	}
+	if c.onLine != nil {
+		c.onLine(c.stream, strings.ToValidUTF8(string(line), "\uFFFD"), dropped)
+	}
+	c.partial, c.dropped = c.partial[:0], 0
 }
 
 // stepEnv builds a step's environment: the allowlisted variables of this

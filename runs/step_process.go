@@ -20,8 +20,11 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 	spec.onStart = func(pid int) {
 		x.j.write(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", PID: pid})
 	}
-	spec.onLine = func(stream, line string) {
-		x.j.write(Record{Type: RecordText, Step: st.ID, Stream: stream, Text: line})
+	spec.onLine = func(stream, line string, dropped int64) {
+		if dropped > 0 {
+			line += cutMarker(dropped)
+		}
+		x.j.write(Record{Type: RecordText, Step: st.ID, Stream: stream, Text: line, Dropped: dropped})
 	}
 	res := runProcess(x.ctx, spec)
 	rec := stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
@@ -93,5 +96,6 @@ func (x *execution) processSpec(st *workflows.Step) (procSpec, error) {
 		grace:   x.e.opts.KillGrace,
 		clk:     x.e.clk,
 		cap:     x.e.opts.OutputCap,
+		lineCap: x.e.opts.JournalLineCap,
 	}, nil
 }
