@@ -2,15 +2,19 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -26,6 +30,46 @@ const maxConfigBytes = 1 << 20
 // ignored.
 type Settings struct {
 	Sessions SessionSettings `yaml:"sessions"`
+	Journal  JournalSettings `yaml:"journal"`
+}
+
+// JournalSettings is the journal: section: the caps of run output
+// journals (runs.Options.JournalRunCap and JournalLineCap). Zero: the
+// engine's default.
+type JournalSettings struct {
+	PerRun  ByteSize `yaml:"per_run"`
+	PerLine ByteSize `yaml:"per_line"`
+}
+
+// ByteSize is a number of bytes, written as an integer or with a unit:
+// 512KiB, 16MiB, 1GiB (or KB, MB, GB, in powers of 1000).
+type ByteSize int64
+
+// byteUnits are the units a ByteSize may have, longest first.
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
+}
+
+// UnmarshalYAML reads an integer or a number with a unit.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	s := strings.TrimSpace(n.Value)
+	mult := int64(1)
+	for _, u := range byteUnits {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(num), u.n
+			break
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if n.Kind != yaml.ScalarNode || err != nil || v < 0 || v > (1<<62)/mult {
+		return fmt.Errorf("line %d: %q is not a size (write bytes, or a number with KiB, MiB or GiB)", n.Line, n.Value)
+	}
+	*b = ByteSize(v * mult)
+	return nil
 }
 
 // SessionSettings is the sessions: section.
@@ -63,5 +107,23 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 	if n := s.Sessions.MaxArchives; n != nil && *n < 0 {
 		return s, fmt.Errorf("read config %s: sessions.max_archives is %d; use 0 (keep all) or more", p, *n)
 	}
+	if err := s.Journal.check(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
 	return s, nil
+}
+
+// check refuses caps the engine cannot keep.
+func (j JournalSettings) check() error {
+	if j.PerRun != 0 && j.PerRun < runs.MinJournalRunCap {
+		return fmt.Errorf("journal.per_run is %d bytes; use at least %d (4KiB)", j.PerRun, runs.MinJournalRunCap)
+	}
+	if j.PerLine != 0 && (j.PerLine < runs.MinJournalLineCap || j.PerLine > runs.MaxJournalLineCap) {
+		return fmt.Errorf("journal.per_line is %d bytes; use %d to %d (16MiB)", j.PerLine, runs.MinJournalLineCap, runs.MaxJournalLineCap)
+	}
+	perRun := cmp.Or(j.PerRun, runs.DefaultJournalRunCap)
+	if j.PerLine > perRun {
+		return fmt.Errorf("journal.per_line (%d bytes) is larger than journal.per_run (%d bytes)", j.PerLine, perRun)
+	}
+	return nil
 }

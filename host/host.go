@@ -139,6 +139,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	h.Runs, err = runs.New(runs.Options{
 		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log,
 		InMemory: inMemory, StopGrace: cfg.StopGrace, OnChange: cfg.OnRunChange,
+		JournalRunCap: int64(settings.Journal.PerRun), JournalLineCap: int(settings.Journal.PerLine),
 	})
 	if err != nil {
 		h.Close()

@@ -127,9 +127,9 @@ func New(opts Options) (*Engine, error) {
 	opts.OutputCap = cmp.Or(opts.OutputCap, 1<<20)
 	opts.JournalRunCap = cmp.Or(opts.JournalRunCap, DefaultJournalRunCap)
 	opts.JournalLineCap = cmp.Or(opts.JournalLineCap, DefaultJournalLineCap)
-	if opts.JournalRunCap < minJournalRunCap || opts.JournalLineCap < minJournalLineCap {
-		return nil, fmt.Errorf("new run engine: journal caps of %d bytes per run and %d per line are below the least (%d and %d)",
-			opts.JournalRunCap, opts.JournalLineCap, minJournalRunCap, minJournalLineCap)
+	if opts.JournalRunCap < MinJournalRunCap || opts.JournalLineCap < MinJournalLineCap || opts.JournalLineCap > MaxJournalLineCap {
+		return nil, fmt.Errorf("new run engine: journal caps of %d bytes per run and %d per line: use at least %d per run and %d to %d per line",
+			opts.JournalRunCap, opts.JournalLineCap, MinJournalRunCap, MinJournalLineCap, MaxJournalLineCap)
 	}
 	opts.HTTPTimeout = cmp.Or(opts.HTTPTimeout, 60*time.Second)
 	e := &Engine{

@@ -12,9 +12,13 @@ const (
 	// maxJournalTail bounds the tail of text kept in memory once a run's
 	// journal reached its cap; a quarter of a smaller cap.
 	maxJournalTail = 1 << 20
-	// The least caps: a run keeps a few lines, a line a few words.
-	minJournalRunCap  = 4 << 10
-	minJournalLineCap = 64
+	// The least caps New accepts: a run keeps a few lines, a line a few
+	// words.
+	MinJournalRunCap  = 4 << 10
+	MinJournalLineCap = 64
+	// MaxJournalLineCap is the largest line cap: a line is held in memory
+	// whole.
+	MaxJournalLineCap = 16 << 20
 )
 
 // journalTail keeps the latest text records of a run whose journal is
