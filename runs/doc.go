@@ -62,8 +62,8 @@
 // # Journals
 //
 // output/<run-id>.jsonl is the run's output journal: a first "start"
-// record (run id, target, owner pid), then "text", "step", "note" and
-// "question" records, and a final "end" record with the terminal status and
+// record (run id, target, owner pid), then "text", "step", "note",
+// "question", "answer" and "truncated" records, and a final "end" record with the terminal status and
 // the result or error. It is append-only; readers (ReadOutput, Follow) keep
 // an incomplete last line until it completes, and report an owner that
 // vanished without an ending. Follow is the one follow loop: Watch,
@@ -78,6 +78,20 @@
 // same bytes, which ReadOutput, Follow and OutputSize read transparently.
 // Journals are output history, not state: they are not fsynced, and the
 // records an execution buffered are lost if its process dies.
+//
+// Journals are capped (Options.JournalRunCap, JournalLineCap; 16 MiB and
+// 64 KiB by default), files and memory journals alike. A longer line is
+// cut at the line cap, at a character boundary: its text ends with
+// "… [line cut: N bytes dropped]" and Record.Dropped is N. Once a run's
+// text reaches its head budget (the cap less the tail: a quarter of the
+// cap, at most 1 MiB), text records go to a ring of the latest output in
+// memory instead; the next other record (the step's "finished", a note,
+// the end) is preceded by one "truncated" record (RecordTruncated:
+// Dropped bytes in Lines lines left out) and the tail. Step, note,
+// question and end records are always written, and the run goes on: a
+// run with one noisy step stays under its cap plus those records, and
+// each further step over the cap adds at most one tail. Readers hand a
+// truncated record over like any other.
 //
 // # Processes
 //
@@ -108,7 +122,8 @@
 // execution's start, and the owner's cancel and claim watch), locker.go
 // (run locks), execute.go (the run loop), ledger.go (call records),
 // step_*.go and http.go (the step kinds), journal.go (records and their
-// writer), journals.go (files or memory), output.go (ReadOutput),
+// writer), journal_caps.go (the caps: the tail, cut lines), journals.go
+// (files or memory), output.go (ReadOutput),
 // follow.go, targets.go (the loader), prepare.go, literals.go, view.go,
 // process.go (process groups).
 package runs
