@@ -210,3 +210,45 @@ func fileSize(t *testing.T, te *testEnv, id string) int64 {
 	}
 	return fi.Size()
 }
+
+// TestJournalCapCountsWhatAResumedRunWrote: the writer of a resumed run
+// starts from the journal's size, so the head budget holds across owners
+// and the second owner's output goes to the tail at once.
+func TestJournalCapCountsWhatAResumedRunWrote(t *testing.T) {
+	t.Parallel()
+	const runCap = 8 << 10
+	te := setup(t, nil, func(o *Options) { o.JournalRunCap, o.InMemory = runCap, true })
+	line := strings.Repeat("z", 100)
+	for owner := range 2 {
+		w := te.e.openJournal("run-resumed")
+		w.add(Record{Type: RecordNote, Text: fmt.Sprintf("owner %d", owner)})
+		for range 40 { // about 7 KiB of records each
+			w.add(Record{Type: RecordText, Step: "s", Text: line})
+		}
+		w.close()
+	}
+	size, err := te.e.journals.size("run-resumed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cap, and the second owner's tail with its truncated record.
+	if size > runCap+runCap/4+1<<10 {
+		t.Fatalf("the journal holds %d bytes after two owners, over its cap of %d and a tail", size, runCap)
+	}
+	rd, err := te.e.journals.reader("run-resumed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	recs, _, err := readRecords(rd, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, trunc, tail := splitAtTruncated(t, recs)
+	if last := head[len(head)-1]; last.Type != RecordNote || last.Text != "owner 1" {
+		t.Fatalf("the second owner wrote past the head budget: %+v before the truncated record", last)
+	}
+	if n := len(textsOf(head, "s")) + int(trunc.Lines) + len(textsOf(tail, "s")); n != 80 || recs[len(recs)-1].Text != line {
+		t.Fatalf("%d lines accounted for, want 80; last record %+v", n, recs[len(recs)-1])
+	}
+}
