@@ -261,6 +261,8 @@ func (e *env) printRecord(id string, rec runs.Record) {
 			line += ": " + rec.Text
 		}
 		e.printf("-- %s\n", line)
+	case runs.RecordTruncated:
+		e.printf("-- %s\n", rec.Text)
 	case runs.RecordNote:
 		e.printf("-- %s\n", rec.Text)
 	case runs.RecordQuestion:
