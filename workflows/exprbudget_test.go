@@ -21,13 +21,7 @@ func TestExprBudgetAllowsSmallValues(t *testing.T) {
 		{`${{ steps.greet.exit_code + 1 }}`, 1},
 		{`${{ len(1..50000) }}`, 50000},
 		{`${{ len(repeat("x", 1048576)) }}`, 1 << 20},
-	}, func(t *testing.T, src string, env Env) (any, error) {
-		tmpl, err := ParseTemplate(src)
-		if err != nil {
-			t.Fatalf("ParseTemplate: %v", err)
-		}
-		return tmpl.Eval(env)
-	})
+	}, evalTemplate)
 }
 
 func TestExprBudgetRefusesLargeValues(t *testing.T) {
@@ -44,13 +38,7 @@ func TestExprBudgetRefusesLargeValues(t *testing.T) {
 		{`${{ len(repeat("x", 600000)) + len(repeat("x", 600000)) }}`, overBytes},
 		{`${{ 1..1000000000 }}`, wantErr("memory budget exceeded")},
 		{`${{ map(1..200000, #) }}`, wantErr("memory budget exceeded")},
-	}, func(t *testing.T, src string, env Env) (any, error) {
-		tmpl, err := ParseTemplate(src)
-		if err != nil {
-			t.Fatalf("ParseTemplate: %v", err)
-		}
-		return tmpl.Eval(env)
-	})
+	}, evalTemplate)
 }
 
 // TestExprBudgetRefusesBeforeAllocating checks that a refused repeat

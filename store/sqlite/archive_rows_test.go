@@ -59,11 +59,7 @@ func TestWriteStateIsJSONMarshal(t *testing.T) {
 func TestArchiveRowsGoWithTheirArchive(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newTestStore(t)
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.CreateSession(ctx, &store.Session{ID: "ses_r"}); err != nil {
-		t.Fatal(err)
-	}
+	s := storeWithSession(t, "ses_r")
 	rows := func() (n int64) {
 		t.Helper()
 		if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM session_archive_messages").Scan(&n); err != nil {
@@ -118,11 +114,7 @@ func TestArchiveRowsGoWithTheirArchive(t *testing.T) {
 func TestArchiveWrittenBeforeRowsStillReads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newTestStore(t)
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.CreateSession(ctx, &store.Session{ID: "ses_old"}); err != nil {
-		t.Fatal(err)
-	}
+	s := storeWithSession(t, "ses_old")
 	sess, err := s.GetSession(ctx, "ses_old")
 	if err != nil {
 		t.Fatal(err)
@@ -147,4 +139,15 @@ func TestArchiveWrittenBeforeRowsStillReads(t *testing.T) {
 	if st, err := a.Decode(); err != nil || len(st.Messages) != 1 {
 		t.Fatalf("Decode = %+v, %v", st, err)
 	}
+}
+
+// storeWithSession opens a store holding one empty session, id.
+func storeWithSession(t *testing.T, id string) *Store {
+	t.Helper()
+	s := newTestStore(t)
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateSession(context.Background(), &store.Session{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
