@@ -27,11 +27,14 @@ const (
 // string functions share one evaluation's byte budget.
 const budgetName = "_cairnBudget"
 
-// exprBudget is the byte budget left to one evaluation. A render uses it
-// from one goroutine only.
-type exprBudget struct{ left int }
+// exprBudget is what one evaluation may still build: bytes of strings,
+// and elements of the lists split makes (the VM counts its own). A render
+// uses it from one goroutine only.
+type exprBudget struct{ left, elements int }
 
-func newExprBudget() *exprBudget { return &exprBudget{left: MaxExprBytes} }
+func newExprBudget() *exprBudget {
+	return &exprBudget{left: MaxExprBytes, elements: MaxExprElements}
+}
 
 // take reserves n bytes for what would be built, or refuses before it is.
 func (b *exprBudget) take(what string, n int) error {
@@ -39,6 +42,15 @@ func (b *exprBudget) take(what string, n int) error {
 		return fmt.Errorf("%s would build %d bytes, over the expression limit of %d bytes (1 MiB)", what, n, MaxExprBytes)
 	}
 	b.left -= n
+	return nil
+}
+
+// takeElements reserves n list elements, or refuses before they are made.
+func (b *exprBudget) takeElements(what string, n int) error {
+	if n < 0 || n > b.elements {
+		return fmt.Errorf("%s would build %d elements, over the expression limit of %d", what, n, MaxExprElements)
+	}
+	b.elements -= n
 	return nil
 }
 
@@ -61,7 +73,15 @@ func budgetOptions() []expr.Option {
 			new(func([]any, *exprBudget) string),
 			new(func([]string, string, *exprBudget) string),
 			new(func([]string, *exprBudget) string)),
-		expr.Function("replace", checkedReplace, new(func(string, string, string, *exprBudget) string)),
+		expr.Function("replace", checkedReplace,
+			new(func(string, string, string, *exprBudget) string),
+			new(func(string, string, string, int, *exprBudget) string)),
+		expr.Function("split", checkedSplit(strings.SplitN),
+			new(func(string, string, *exprBudget) []string),
+			new(func(string, string, int, *exprBudget) []string)),
+		expr.Function("splitAfter", checkedSplit(strings.SplitAfterN),
+			new(func(string, string, *exprBudget) []string),
+			new(func(string, string, int, *exprBudget) []string)),
 		expr.Function("_cairnConcat", checkedConcat, new(func(string, string, *exprBudget) string)),
 		expr.Function("_cairnAdd", checkedAdd, new(func(any, any, *exprBudget) any)),
 	}
@@ -71,7 +91,7 @@ func budgetOptions() []expr.Option {
 // that may join strings into a checked call.
 type budgetPatch struct{}
 
-var budgeted = map[string]bool{"repeat": true, "join": true, "replace": true}
+var budgeted = map[string]bool{"repeat": true, "join": true, "replace": true, "split": true, "splitAfter": true}
 
 func (budgetPatch) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
@@ -184,8 +204,15 @@ func checkedReplace(params ...any) (any, error) {
 	s, _ := params[0].(string)
 	old, _ := params[1].(string)
 	repl, _ := params[2].(string)
+	limit := -1
+	if len(params) == 5 {
+		limit = runtime.ToInt(params[3])
+	}
 	if grow := len(repl) - len(old); grow > 0 {
 		n := strings.Count(s, old)
+		if limit >= 0 {
+			n = min(n, limit)
+		}
 		if n > 0 && n > (MaxExprBytes-len(s))/grow {
 			return nil, budgetArg(params).take("replace", MaxExprBytes+1)
 		}
@@ -193,7 +220,28 @@ func checkedReplace(params ...any) (any, error) {
 			return nil, err
 		}
 	}
-	return strings.ReplaceAll(s, old, repl), nil
+	return strings.Replace(s, old, repl, limit), nil
+}
+
+// checkedSplit is split or splitAfter (split as strings.SplitN or
+// strings.SplitAfterN), refused when it would make too many elements.
+func checkedSplit(split func(s, sep string, n int) []string) func(params ...any) (any, error) {
+	return func(params ...any) (any, error) {
+		s, _ := params[0].(string)
+		sep, _ := params[1].(string)
+		limit := -1
+		if len(params) == 4 {
+			limit = runtime.ToInt(params[2])
+		}
+		n := strings.Count(s, sep) + 1 // one or two over for sep ""
+		if limit >= 0 {
+			n = min(n, limit)
+		}
+		if err := budgetArg(params).takeElements("split", n); err != nil {
+			return nil, err
+		}
+		return split(s, sep, limit), nil
+	}
 }
 
 func checkedConcat(params ...any) (any, error) {
