@@ -6,13 +6,30 @@ package automations
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/diskfree"
 	"github.com/cairnhq/cairn/store"
 )
 
+// checkDisk refuses new fires while the state disk (the one holding
+// LocksDir) is nearly full. The refusal is a failed fire like any other:
+// recorded on the automation, a cron slot counted as missed, a monitor's
+// launch left pending.
+func (s *Scheduler) checkDisk() error {
+	g := diskfree.Guard{Path: s.cfg.LocksDir}
+	if err := g.Check(); err != nil {
+		return fmt.Errorf("fire: %w", err)
+	}
+	return nil
+}
+
 // prepare builds a's run for the slot nominal.
 func (s *Scheduler) prepare(ctx context.Context, a *store.Automation, nominal time.Time) (*store.Run, error) {
+	if err := s.checkDisk(); err != nil {
+		return nil, err
+	}
 	run, err := s.cfg.Targets.Prepare(ctx, a.Target, a.Input)
 	if err != nil {
 		return nil, err
@@ -27,6 +44,13 @@ func (s *Scheduler) prepare(ctx context.Context, a *store.Automation, nominal ti
 func (s *Scheduler) prepareAll(ctx context.Context, as []*store.Automation, nominal time.Time) (runs []*store.Run, errs []error) {
 	if len(as) == 0 {
 		return nil, nil
+	}
+	if err := s.checkDisk(); err != nil {
+		runs, errs = make([]*store.Run, len(as)), make([]error, len(as))
+		for i := range errs {
+			errs[i] = err
+		}
+		return runs, errs
 	}
 	b, ok := s.cfg.Targets.(BatchTargets)
 	if !ok {

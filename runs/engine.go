@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/clock"
+	"github.com/cairnhq/cairn/internal/diskfree"
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workflows"
@@ -41,6 +42,9 @@ type Options struct {
 	// and, while the peer loop runs, when it notices a change made by
 	// another process.
 	OnChange func(runID string)
+	// DiskGuard refuses Launch when the state disk is nearly full; default
+	// a guard of Workspace.StateDir (none when InMemory).
+	DiskGuard *diskfree.Guard
 
 	MaxConcurrent int // runs executing at once that the peer loop adopts up to; default 8
 	// AdoptEvery is the peer loop's period: how soon a run whose owner
@@ -163,6 +167,9 @@ func New(opts Options) (*Engine, error) {
 		e.inlineJournals = true
 		e.locker = &fileLocker{dir: opts.Workspace.LocksDir()}
 	}
+	if e.opts.DiskGuard == nil && !opts.InMemory {
+		e.opts.DiskGuard = &diskfree.Guard{Path: opts.Workspace.StateDir}
+	}
 	e.base, e.cancel = context.WithCancelCause(context.Background())
 	return e, nil
 }
@@ -198,10 +205,14 @@ func (e *Engine) changes() <-chan struct{} {
 // stored when the target or the input is refused: the error is then an
 // *ids.InvalidError, a *workflows.NotFoundError, a workflow load error
 // (*workflows.Error, naming file, line and field) or a
-// *workflows.InputError.
+// *workflows.InputError; a nearly full state disk refuses it with a
+// *diskfree.LowError.
 func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 	if e.isStopped() {
 		return nil, ErrStopped
+	}
+	if err := e.opts.DiskGuard.Check(); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", p.Target, err)
 	}
 	prep, err := e.targets.Snapshot().Prepare(PrepareParams{Target: p.Target, Input: p.Input})
 	if err != nil {

@@ -53,6 +53,8 @@ type exprEnv struct {
 	Input map[string]any      `expr:"input"`
 	Steps map[string]stepView `expr:"steps"`
 	Run   runView             `expr:"run"`
+	// Budget is the evaluation's byte budget (exprbudget.go).
+	Budget *exprBudget `expr:"_cairnBudget"`
 }
 
 type stepView struct {
@@ -74,9 +76,10 @@ type runView struct {
 
 func (env Env) view() exprEnv {
 	v := exprEnv{
-		Input: env.Input,
-		Steps: make(map[string]stepView, len(env.Steps)),
-		Run:   runView(env.Run),
+		Input:  env.Input,
+		Steps:  make(map[string]stepView, len(env.Steps)),
+		Run:    runView(env.Run),
+		Budget: newExprBudget(),
 	}
 	if v.Input == nil {
 		v.Input = map[string]any{}
@@ -136,11 +139,12 @@ func compileExpr(src string, known map[string]bool) (*Expr, error) {
 		return nil, errors.New("empty expression")
 	}
 	refs := &stepRefs{}
-	prog, err := expr.Compile(src,
+	opts := append([]expr.Option{
 		expr.Env(exprEnv{}),
 		expr.Patch(refs),
 		expr.Function("shellQuote", shellQuoteFn, new(func(string) string)),
-	)
+	}, budgetOptions()...)
+	prog, err := expr.Compile(src, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("compile expression %q: %s", shorten(src), exprMessage(err))
 	}
@@ -160,7 +164,7 @@ func (e *Expr) String() string { return e.src }
 // Eval evaluates the expression in env. A runtime error (fetching a field
 // of nil, comparing nil with a number) is returned, never a panic.
 func (e *Expr) Eval(env Env) (any, error) {
-	out, err := expr.Run(e.prog, env.view())
+	out, err := runProgram(e.prog, env.view())
 	if err != nil {
 		return nil, fmt.Errorf("evaluate %q: %s", shorten(e.src), exprMessage(err))
 	}
@@ -345,7 +349,7 @@ func (t *Template) Render(env Env) (string, error) {
 			b.WriteString(p.lit)
 			continue
 		}
-		v, err := expr.Run(p.expr.prog, view)
+		v, err := runProgram(p.expr.prog, view)
 		if err != nil {
 			return "", fmt.Errorf("evaluate %q: %s", shorten(p.expr.src), exprMessage(err))
 		}

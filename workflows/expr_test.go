@@ -99,6 +99,16 @@ func TestTemplateRender(t *testing.T) {
 	}, func(t *testing.T, src string, env Env) (any, error) { return Interpolate(src, env) })
 }
 
+// evalTemplate parses src (failing the test where it must parse) and
+// evaluates it keeping native types.
+func evalTemplate(t *testing.T, src string, env Env) (any, error) {
+	tmpl, err := ParseTemplate(src)
+	if err != nil {
+		t.Fatalf("ParseTemplate: %v", err)
+	}
+	return tmpl.Eval(env)
+}
+
 func TestTemplateEvalNativeTypes(t *testing.T) {
 	t.Parallel()
 	checkEval(t, []evalCase{
@@ -118,13 +128,7 @@ func TestTemplateEvalNativeTypes(t *testing.T) {
 		{"n=${{ input.n }}", "n=3"}, // mixed text: a string
 		{"${{ input.n }}${{ input.n }}", "33"},
 		{"literal", "literal"},
-	}, func(t *testing.T, src string, env Env) (any, error) {
-		tmpl, err := ParseTemplate(src)
-		if err != nil {
-			t.Fatalf("ParseTemplate: %v", err)
-		}
-		return tmpl.Eval(env)
-	})
+	}, evalTemplate)
 }
 
 func TestTemplateErrors(t *testing.T) {

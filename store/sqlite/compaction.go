@@ -40,22 +40,14 @@ func (s *Store) PrepareCompaction(ctx context.Context, p store.PrepareCompaction
 		if err != nil {
 			return fmt.Errorf("compact session %s: %w", p.SessionID, err)
 		}
-		msgs, err := listMessages(ctx, tx, p.SessionID, 0, -1)
+		frozen, err := digestSession(ctx, tx, sess, p.Memory)
 		if err != nil {
 			return err
 		}
-		st := store.ArchiveState{Session: *sess, Messages: make([]store.Message, len(msgs)), Memory: p.Memory}
-		for i, m := range msgs {
-			st.Messages[i] = *m
-		}
-		state, err := json.Marshal(st)
-		if err != nil {
-			return fmt.Errorf("freeze session %s: %w", p.SessionID, err)
-		}
 		a := &store.Archive{ID: p.ArchiveID, SessionID: p.SessionID, Status: store.ArchivePrepared, CutSeq: cut,
-			MessageCount: int64(len(msgs)), Digest: store.DigestState(state), CreatedAt: now}
-		ins, err := tx.ExecContext(ctx, "INSERT INTO session_archives (id, session_id, status, cut_seq, message_count, digest, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-			a.ID, a.SessionID, a.Status, a.CutSeq, a.MessageCount, a.Digest, string(state), now.UnixMilli())
+			MessageCount: frozen.messages, Digest: frozen.digest, CreatedAt: now}
+		ins, err := tx.ExecContext(ctx, "INSERT INTO session_archives (id, session_id, status, cut_seq, message_count, digest, state, in_rows, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO NOTHING",
+			a.ID, a.SessionID, a.Status, a.CutSeq, a.MessageCount, a.Digest, string(frozen.head), now.UnixMilli())
 		if err != nil {
 			return fmt.Errorf("archive session %s: %w", p.SessionID, err)
 		}
@@ -63,6 +55,13 @@ func (s *Store) PrepareCompaction(ctx context.Context, p store.PrepareCompaction
 			return fmt.Errorf("archive session %s: %w", p.SessionID, err)
 		} else if n == 0 {
 			return fmt.Errorf("archive session %s: archive id %s: %w", p.SessionID, a.ID, store.ErrExists)
+		}
+		n, err := ins.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("archive session %s: %w", p.SessionID, err)
+		}
+		if err := copyMessages(ctx, tx, p.SessionID, n); err != nil {
+			return err
 		}
 		res.Archive = a
 		if res.Pruned, err = pruneArchives(ctx, tx, p.SessionID, a.ID, p.MaxArchives); err != nil {
@@ -244,17 +243,31 @@ func (s *Store) ListArchives(ctx context.Context, sessionID string) ([]*store.Ar
 }
 
 func (s *Store) GetArchive(ctx context.Context, id string) (*store.Archive, error) {
-	a, err := scanArchive(s.r.QueryRowContext(ctx, "SELECT "+archiveColumns+", state FROM session_archives WHERE id = ?", id), true)
+	// One read transaction: the rows of an archive pruned meanwhile are
+	// never mixed with its head.
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("get archive %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	var n, inRows int64
+	a, err := scanArchive(tx.QueryRowContext(ctx, "SELECT "+archiveColumns+", state, n, in_rows FROM session_archives WHERE id = ?", id), true, &n, &inRows)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "archive", ID: id}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get archive %s: %w", id, err)
 	}
+	if inRows == 1 {
+		if a.State, err = archiveState(ctx, tx, n, a.State); err != nil {
+			return nil, fmt.Errorf("get archive %s: %w", id, err)
+		}
+	}
 	return a, nil
 }
 
-func scanArchive(row rowScanner, withState bool) (*store.Archive, error) {
+// scanArchive scans archiveColumns, then state when withState, then extra.
+func scanArchive(row rowScanner, withState bool, extra ...any) (*store.Archive, error) {
 	var (
 		a                store.Archive
 		created, settled int64
@@ -264,6 +277,7 @@ func scanArchive(row rowScanner, withState bool) (*store.Archive, error) {
 	if withState {
 		dest = append(dest, &state)
 	}
+	dest = append(dest, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

@@ -13,10 +13,11 @@ import (
 // not apply it again, so an edit silently splits old and new databases.
 // Change the schema with a new migration file, and add its checksum here.
 var releasedMigrations = map[string]string{
-	"0001_base.sql":        "c3b2aab3b01b2796ec61e7f715b957cadd57f8126bb73597ad148c4257c0bb95",
-	"0002_runs.sql":        "6767e7eb76e9ad43898329ffd9a862c556a55bf23b00a0958fbf0913d0b17258",
-	"0003_automations.sql": "84ace7fc5d52df7106b41b368c246bbf7444b60b8e00650096bb5735cfb1b407",
-	"0004_sessions.sql":    "95c9adc930ff254985606c3c2c29dc1dd67f303dde8ce49f87a978a26cd4ef82",
+	"0001_base.sql":                     "c3b2aab3b01b2796ec61e7f715b957cadd57f8126bb73597ad148c4257c0bb95",
+	"0002_runs.sql":                     "6767e7eb76e9ad43898329ffd9a862c556a55bf23b00a0958fbf0913d0b17258",
+	"0003_automations.sql":              "84ace7fc5d52df7106b41b368c246bbf7444b60b8e00650096bb5735cfb1b407",
+	"0004_sessions.sql":                 "95c9adc930ff254985606c3c2c29dc1dd67f303dde8ce49f87a978a26cd4ef82",
+	"0005_session_archive_messages.sql": "a3e8f39168cbbde6a32281f09d6b320cbd0e33fbd7c00b093446306dc324a704",
 }
 
 func TestMigrationsAreAppendOnly(t *testing.T) {

@@ -1,0 +1,71 @@
+package diskfree
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func space(free, total uint64) Func {
+	return func(string) (Space, error) { return Space{Free: free, Total: total}, nil }
+}
+
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	const mb = 1 << 20
+	cases := map[string]struct {
+		g       Guard
+		refused bool
+	}{
+		"big disk, plenty free":       {g: Guard{Measure: space(10_000*mb, 100_000*mb)}},
+		"big disk, under 200 MB":      {g: Guard{Measure: space(150*mb, 100_000*mb)}, refused: true},
+		"big disk, 1% free is enough": {g: Guard{Measure: space(300*mb, 100_000*mb)}},
+		"small disk, over 1%":         {g: Guard{Measure: space(20*mb, 1000*mb)}},
+		"small disk, under 1%":        {g: Guard{Measure: space(5*mb, 1000*mb)}, refused: true},
+		"own threshold":               {g: Guard{MinFree: 500 * mb, Measure: space(400*mb, 100_000*mb)}, refused: true},
+		"unmeasurable is not refused": {g: Guard{Measure: func(string) (Space, error) { return Space{}, errors.New("no") }}},
+		"the real disk of a temp dir": {g: Guard{MinFree: 1}},
+		"no path checks nothing":      {g: Guard{Measure: space(0, 1)}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if name != "no path checks nothing" {
+				c.g.Path = t.TempDir()
+			}
+			err := c.g.Check()
+			if c.refused != (err != nil) {
+				t.Fatalf("Check() = %v, refused want %v", err, c.refused)
+			}
+			if err != nil && (!errors.Is(err, ErrLow) || !strings.Contains(err.Error(), "MB free")) {
+				t.Errorf("err = %v, want ErrLow naming the free MB", err)
+			}
+		})
+	}
+}
+
+func TestStatfsMeasuresTheDisk(t *testing.T) {
+	t.Parallel()
+	sp, err := Statfs(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Total == 0 || sp.Free > sp.Total {
+		t.Errorf("Statfs = %+v, want a total over 0 and free under it", sp)
+	}
+}
+
+func TestFake(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	restore := Fake(dir, space(1, 1<<40))
+	g := &Guard{Path: dir}
+	if err := g.Check(); !errors.Is(err, ErrLow) {
+		t.Fatalf("with a fake full disk: Check() = %v, want ErrLow", err)
+	}
+	restore()
+	g.MinFree = 1
+	if err := g.Check(); err != nil {
+		t.Fatalf("after restore: Check() = %v", err)
+	}
+}

@@ -1,0 +1,159 @@
+package sqlite
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/cairnhq/cairn/store"
+)
+
+// An archive freezes its session's messages as rows of
+// session_archive_messages, copied inside SQLite; its digest is taken over
+// the store.ArchiveState JSON written one message at a time, and
+// GetArchive writes the same JSON again from the rows. So compacting a
+// session of any length holds one message in memory, not all of them.
+
+// archiveHead is the state column of an archive whose messages are rows:
+// its ArchiveState without the messages.
+type archiveHead struct {
+	Session store.Session `json:"session"`
+	Memory  string        `json:"memory,omitempty"`
+}
+
+// frozenArchive is what freezeMessages wrote.
+type frozenArchive struct {
+	head     []byte // the state column
+	digest   string
+	messages int64
+}
+
+// digestSession streams a session's messages into the digest of its
+// ArchiveState and returns the archive's head.
+func digestSession(ctx context.Context, tx *sql.Tx, sess *store.Session, memory string) (*frozenArchive, error) {
+	out := &frozenArchive{}
+	h := sha256.New()
+	w := bufio.NewWriterSize(h, 64<<10)
+	err := writeState(w, archiveHead{Session: *sess, Memory: memory}, func(yield func(*store.Message) error) error {
+		return eachMessage(ctx, tx, "SELECT "+messageColumns+" FROM session_messages WHERE session_id = ? ORDER BY seq", sess.ID, func(m *store.Message) error {
+			out.messages++
+			return yield(m)
+		})
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("freeze session %s: %w", sess.ID, err)
+	}
+	out.digest = hex.EncodeToString(h.Sum(nil))
+	if out.head, err = json.Marshal(archiveHead{Session: *sess, Memory: memory}); err != nil {
+		return nil, fmt.Errorf("freeze session %s: %w", sess.ID, err)
+	}
+	return out, nil
+}
+
+// copyMessages freezes a session's messages into archive n, inside SQLite.
+func copyMessages(ctx context.Context, tx *sql.Tx, sessionID string, n int64) error {
+	_, err := tx.ExecContext(ctx, "INSERT INTO session_archive_messages (archive_n, "+messageColumns+") SELECT ?, "+messageColumns+" FROM session_messages WHERE session_id = ?", n, sessionID)
+	if err != nil {
+		return fmt.Errorf("archive messages of session %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// archiveState writes back the full state of archive n from its head and
+// rows: the bytes its digest was taken over.
+func archiveState(ctx context.Context, tx *sql.Tx, n int64, head []byte) (json.RawMessage, error) {
+	var h archiveHead
+	if err := json.Unmarshal(head, &h); err != nil {
+		return nil, fmt.Errorf("read archive head: %w", err)
+	}
+	var buf bytes.Buffer
+	err := writeState(&buf, h, func(yield func(*store.Message) error) error {
+		return eachMessage(ctx, tx, "SELECT "+messageColumns+" FROM session_archive_messages WHERE archive_n = ? ORDER BY seq", n, yield)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read archived messages: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// writeState writes the JSON of store.ArchiveState{h.Session, messages,
+// h.Memory}, the very bytes json.Marshal gives, taking the messages from
+// each as they come.
+func writeState(w io.Writer, h archiveHead, each func(yield func(*store.Message) error) error) error {
+	sess, err := json.Marshal(h.Session)
+	if err != nil {
+		return err
+	}
+	if err := writeAll(w, []byte(`{"session":`), sess, []byte(`,"messages":[`)); err != nil {
+		return err
+	}
+	sep := []byte{}
+	err = each(func(m *store.Message) error {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		err = writeAll(w, sep, b)
+		sep = []byte{','}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeAll(w, []byte{']'}); err != nil {
+		return err
+	}
+	if h.Memory != "" {
+		mem, err := json.Marshal(h.Memory)
+		if err != nil {
+			return err
+		}
+		if err := writeAll(w, []byte(`,"memory":`), mem); err != nil {
+			return err
+		}
+	}
+	return writeAll(w, []byte{'}'})
+}
+
+func writeAll(w io.Writer, bs ...[]byte) error {
+	for _, b := range bs {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachMessage calls fn for every message query returns (its columns
+// messageColumns), one at a time; fn must not keep m.
+func eachMessage(ctx context.Context, q querier, query string, arg any, fn func(m *store.Message) error) error {
+	rows, err := q.QueryContext(ctx, query, arg)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var (
+		m               store.Message
+		parts, metadata []byte
+		created         int64
+	)
+	for rows.Next() {
+		if err := rows.Scan(&m.SessionID, &m.Seq, &m.ID, &m.Role, &parts, &metadata, &created); err != nil {
+			return err
+		}
+		m.Parts, m.Metadata, m.CreatedAt = parts, metadata, millisTime(created)
+		if err := fn(&m); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
