@@ -17,6 +17,7 @@ var releasedMigrations = map[string]string{
 	"0002_runs.sql":        "6767e7eb76e9ad43898329ffd9a862c556a55bf23b00a0958fbf0913d0b17258",
 	"0003_automations.sql": "84ace7fc5d52df7106b41b368c246bbf7444b60b8e00650096bb5735cfb1b407",
 	"0004_sessions.sql":    "95c9adc930ff254985606c3c2c29dc1dd67f303dde8ce49f87a978a26cd4ef82",
+	"0005_retention.sql":   "188f8950e8d2db91ad13139d456bbc8b14ffbd4318e1a764554749122dc816b9",
 }
 
 func TestMigrationsAreAppendOnly(t *testing.T) {

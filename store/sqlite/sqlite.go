@@ -149,6 +149,15 @@ func Open(ctx context.Context, dbPath string, opts Options) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
+	if !exists || fi.Size() == 0 {
+		// Only a database without tables can choose incremental vacuum
+		// without a rewrite (see ReclaimSpace).
+		if _, err := s.w.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			s.w.Close()
+			s.r.Close()
+			return nil, fmt.Errorf("open store %s: %w", dbPath, err)
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		s.w.Close()
 		s.r.Close()
