@@ -149,15 +149,6 @@ func Open(ctx context.Context, dbPath string, opts Options) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if !exists || fi.Size() == 0 {
-		// Only a database without tables can choose incremental vacuum
-		// without a rewrite (see ReclaimSpace).
-		if _, err := s.w.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
-			s.w.Close()
-			s.r.Close()
-			return nil, fmt.Errorf("open store %s: %w", dbPath, err)
-		}
-	}
 	if err := s.migrate(ctx); err != nil {
 		s.w.Close()
 		s.r.Close()
@@ -195,7 +186,10 @@ func dsn(p string, o Options, write bool) string {
 	case o.ReadOnly:
 		q = append(q, "mode=ro")
 	case write:
-		q = append(q, "_pragma=journal_mode(WAL)", "_pragma=synchronous("+o.Synchronous+")", "_txlock=immediate")
+		// auto_vacuum comes before the journal mode, which writes the
+		// header: a new database starts with incremental vacuum; an older
+		// one switches at its next VACUUM (see ReclaimSpace).
+		q = append(q, "_pragma=auto_vacuum(INCREMENTAL)", "_pragma=journal_mode(WAL)", "_pragma=synchronous("+o.Synchronous+")", "_txlock=immediate")
 	default:
 		q = append(q, "_pragma=query_only(1)")
 	}
