@@ -23,7 +23,9 @@ type fixture struct {
 	c   *Collector
 }
 
-func setup(t *testing.T, p Policy) *fixture {
+func setup(t *testing.T, p Policy) *fixture { return setupAt(t, p, clock.NewFake(now)) }
+
+func setupAt(t *testing.T, p Policy, clk clock.Clock) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "state.sqlite3"), sqlite.Options{Synchronous: "NORMAL"})
@@ -35,7 +37,7 @@ func setup(t *testing.T, p Policy) *fixture {
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, out: out, c: NewCollector(Options{Store: st, Policy: p, OutputDir: out, Clock: clock.NewFake(now)})}
+	return &fixture{st: st, out: out, c: NewCollector(Options{Store: st, Policy: p, OutputDir: out, Clock: clk})}
 }
 
 // insert creates runs from many goroutines, so the store's group commit

@@ -60,10 +60,10 @@ func (l *Loop) Start(ctx context.Context) error {
 			if err != nil && ctx.Err() == nil {
 				l.C.opts.Log.Warn("retention: collect runs", "err", err)
 			}
+			timer.Reset(every)
 			if l.OnCollect != nil {
 				l.OnCollect(rep, err)
 			}
-			timer.Reset(every)
 		}
 	}()
 	return nil
