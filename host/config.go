@@ -25,7 +25,8 @@ const maxConfigBytes = 1 << 20
 // an unknown key is an error, so a misspelt setting is never silently
 // ignored.
 type Settings struct {
-	Sessions SessionSettings `yaml:"sessions"`
+	Sessions  SessionSettings   `yaml:"sessions"`
+	Retention RetentionSettings `yaml:"retention"`
 }
 
 // SessionSettings is the sessions: section.
@@ -62,6 +63,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 	}
 	if n := s.Sessions.MaxArchives; n != nil && *n < 0 {
 		return s, fmt.Errorf("read config %s: sessions.max_archives is %d; use 0 (keep all) or more", p, *n)
+	}
+	if err := s.Retention.validate(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	return s, nil
 }
