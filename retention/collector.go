@@ -46,17 +46,21 @@ type Report struct {
 	// Deleted are the runs deleted (with a dry run: that would be).
 	Deleted []string `json:"deleted"`
 	// Journals counts the journal files removed and JournalBytes their size.
-	Journals     int          `json:"journals"`
-	JournalBytes int64        `json:"journal_bytes"`
-	Space        *store.Space `json:"space,omitempty"` // what the database gave back
+	Journals     int   `json:"journals"`
+	JournalBytes int64 `json:"journal_bytes"`
+	// Orphans counts journal files of runs that no longer exist, removed
+	// with the others (see sweepOrphans).
+	Orphans int          `json:"orphan_journals,omitempty"`
+	Space   *store.Space `json:"space,omitempty"` // what the database gave back
 }
 
 // pageSize is how many runs one read of the pass brings.
 const pageSize = store.MaxListLimit
 
 // Collect makes one pass over every run, newest first, and deletes what
-// the policy selects, a page at a time, with their journal files; then
-// the database gives its free space back. With dryRun it only reports.
+// the policy selects, a page at a time, with their journal files; then it
+// removes journals left without a run, and the database gives its free
+// space back. With dryRun it only reports.
 func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 	rep := Report{DryRun: dryRun, Deleted: []string{}}
 	sel := NewSelector(c.opts.Policy, c.opts.Clock.Now())
@@ -84,6 +88,9 @@ func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 			break
 		}
 		cursor = next
+	}
+	if err := c.sweepOrphans(ctx, dryRun, &rep); err != nil {
+		return rep, err
 	}
 	if dryRun || len(rep.Deleted) == 0 {
 		return rep, nil

@@ -84,6 +84,9 @@ func (e *env) printReport(rep retention.Report) {
 		e.printf(" and %d journal files (%d bytes)", rep.Journals, rep.JournalBytes)
 	}
 	e.printf("\n")
+	if rep.Orphans > 0 {
+		e.printf("%s %d journal files left without a run\n", map[bool]string{false: "removed", true: "would remove"}[rep.DryRun], rep.Orphans)
+	}
 	if sp := rep.Space; sp != nil && sp.Method != "" {
 		e.printf("database: %d -> %d pages of %d bytes (%s)\n", sp.PagesBefore, sp.PagesAfter, sp.PageSize, sp.Method)
 	}
