@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/store"
@@ -50,9 +51,17 @@ type Report struct {
 	JournalBytes int64 `json:"journal_bytes"`
 	// Orphans counts journal files of runs that no longer exist, removed
 	// with the others (see sweepOrphans).
-	Orphans int          `json:"orphan_journals,omitempty"`
-	Space   *store.Space `json:"space,omitempty"` // what the database gave back
+	Orphans int `json:"orphan_journals,omitempty"`
+	// Operations counts the write operation ids forgotten (older than
+	// OperationsKept; see store.SpaceReclaimer).
+	Operations int64        `json:"operations_pruned,omitempty"`
+	Space      *store.Space `json:"space,omitempty"` // what the database gave back
 }
+
+// OperationsKept is how long the ids of committed write operations are
+// kept: only the next open after a commit with an unknown outcome reads
+// them.
+const OperationsKept = 7 * 24 * time.Hour
 
 // pageSize is how many runs one read of the pass brings.
 const pageSize = store.MaxListLimit
@@ -92,10 +101,16 @@ func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 	if err := c.sweepOrphans(ctx, dryRun, &rep); err != nil {
 		return rep, err
 	}
-	if dryRun || len(rep.Deleted) == 0 {
+	rc, ok := c.opts.Store.(store.SpaceReclaimer)
+	if dryRun || !ok {
 		return rep, nil
 	}
-	if rc, ok := c.opts.Store.(store.SpaceReclaimer); ok {
+	pruned, err := rc.PruneOperations(ctx, c.opts.Clock.Now().Add(-OperationsKept))
+	rep.Operations = pruned
+	if err != nil {
+		return rep, err
+	}
+	if len(rep.Deleted) > 0 || pruned > 0 {
 		sp, err := rc.ReclaimSpace(ctx)
 		if err != nil {
 			return rep, err

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // DeleteBatch bounds how many runs one transaction of DeleteRuns deletes,
 // so that a large gc never holds the write lock for long.
@@ -36,6 +39,11 @@ type SpaceReclaimer interface {
 	// system. Other connections and processes may go on reading and
 	// writing meanwhile; their writes wait for it.
 	ReclaimSpace(ctx context.Context) (Space, error)
+	// PruneOperations forgets the ids of write operations committed
+	// before before (see Outcome), in bounded batches, and returns how
+	// many it forgot. Only an operation whose outcome is unknown needs its
+	// id, at the next open: keep a day or more.
+	PruneOperations(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Chunks splits ids into slices of at most n (DeleteRuns' batches).

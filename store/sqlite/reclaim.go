@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
+	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -67,4 +69,33 @@ func (s *Store) ReclaimSpace(ctx context.Context) (store.Space, error) {
 		return sp, fmt.Errorf("reclaim space in %s: %w", s.path, err)
 	}
 	return sp, nil
+}
+
+// pruneBatch bounds the operation ids one transaction forgets.
+const pruneBatch = 5000
+
+var qPruneOperations = prepared("DELETE FROM operations WHERE id IN (SELECT id FROM operations WHERE at < ? LIMIT ?)")
+
+// PruneOperations forgets operation ids older than before, pruneBatch per
+// transaction.
+func (s *Store) PruneOperations(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.write(store.WithOpID(ctx, ids.New("op")), "operations.prune", func(tx *sql.Tx) error {
+			res, err := s.exec(ctx, tx, qPruneOperations, before.UnixMilli(), pruneBatch)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune operations: %w", err)
+		}
+		total += n
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/store"
 )
@@ -60,5 +61,35 @@ func TestReclaimSpaceSwitchesAnOlderDatabase(t *testing.T) {
 	}
 	if err := s.IntegrityCheck(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPruneOperations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t)
+	defer s.Close()
+	// One write records pruneBatch + 2 old operations, and its own.
+	err := s.write(ctx, "test", func(tx *sql.Tx) error {
+		for i := range pruneBatch + 2 {
+			if _, err := tx.Exec("INSERT INTO operations (id, kind, at) VALUES (?, 'test', ?)", fmt.Sprintf("op_%d", i), time.Now().Add(-time.Minute).UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneOperations(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("prune of nothing old: %d, %v", n, err)
+	}
+	n, err := s.PruneOperations(ctx, time.Now().Add(time.Hour))
+	// Also the first prune's operation, and that of the second's first batch.
+	if want := int64(pruneBatch + 5); err != nil || n != want {
+		t.Fatalf("pruned %d, %v; want %d", n, err, want)
+	}
+	if o, err := s.Outcome(ctx, "op_0"); err != nil || o != store.NotCommitted {
+		t.Fatalf("Outcome of a pruned operation = %v, %v", o, err)
 	}
 }

@@ -87,6 +87,9 @@ func (e *env) printReport(rep retention.Report) {
 	if rep.Orphans > 0 {
 		e.printf("%s %d journal files left without a run\n", map[bool]string{false: "removed", true: "would remove"}[rep.DryRun], rep.Orphans)
 	}
+	if rep.Operations > 0 {
+		e.printf("forgot %d write operation ids older than %v\n", rep.Operations, retention.OperationsKept)
+	}
 	if sp := rep.Space; sp != nil && sp.Method != "" {
 		e.printf("database: %d -> %d pages of %d bytes (%s)\n", sp.PagesBefore, sp.PagesAfter, sp.PageSize, sp.Method)
 	}
