@@ -29,8 +29,9 @@ const maxConfigBytes = 1 << 20
 // an unknown key is an error, so a misspelt setting is never silently
 // ignored.
 type Settings struct {
-	Sessions SessionSettings `yaml:"sessions"`
-	Journal  JournalSettings `yaml:"journal"`
+	Sessions  SessionSettings   `yaml:"sessions"`
+	Journal   JournalSettings   `yaml:"journal"`
+	Retention RetentionSettings `yaml:"retention"`
 }
 
 // JournalSettings is the journal: section: the caps of run output
@@ -108,6 +109,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: sessions.max_archives is %d; use 0 (keep all) or more", p, *n)
 	}
 	if err := s.Journal.check(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.Retention.validate(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	return s, nil

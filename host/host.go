@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/clock"
+	"github.com/cairnhq/cairn/retention"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
@@ -74,6 +75,11 @@ type Host struct {
 	Automations *automations.Service
 	Scheduler   *automations.Scheduler
 	Sessions    *sessions.Manager
+	// Retention deletes runs past retention: by hand (mcp-host gc, runs
+	// delete) and, between Start and Stop, every retention.interval.
+	Retention *retention.Collector
+
+	gc *retention.Loop // nil when retention.interval is 0
 
 	log     *slog.Logger
 	scratch string // a dry run's private locks folder, outside the state root
@@ -157,6 +163,16 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	h.Sessions = sessions.New(h.Store, sessions.Options{
 		MemoryDir: memoryDir, LocksDir: locksDir, MaxArchives: settings.Sessions.MaxArchives, Clock: clk,
 	})
+	outputDir := ws.OutputDir()
+	if inMemory {
+		outputDir = "" // journals live in the engine's memory
+	}
+	h.Retention = retention.NewCollector(retention.Options{
+		Store: h.Store, Policy: settings.Retention.Policy(), OutputDir: outputDir, Clock: clk, Log: h.log,
+	})
+	if every := settings.Retention.GCInterval(); every > 0 {
+		h.gc = &retention.Loop{C: h.Retention, Interval: every}
+	}
 	return h, nil
 }
 
@@ -197,8 +213,10 @@ func (h *Host) InMemory() bool {
 	return ok
 }
 
-// Start runs the loops of a peer: the run engine's adoption loop and the
-// scheduler (which fires automations while it holds locks/scheduler). It
+// Start runs the loops of a peer: the run engine's adoption loop, the
+// scheduler (which fires automations while it holds locks/scheduler) and
+// the retention loop (a minute after start, then every
+// retention.interval). It
 // also finishes compactions a dead process left half published. Stop
 // ends them.
 func (h *Host) Start(ctx context.Context) error {
@@ -220,6 +238,13 @@ func (h *Host) Start(ctx context.Context) error {
 		h.Runs.Stop()
 		return err
 	}
+	if h.gc != nil {
+		if err := h.gc.Start(ctx); err != nil {
+			h.Scheduler.Stop()
+			h.Runs.Stop()
+			return err
+		}
+	}
 	h.started = true
 	return nil
 }
@@ -227,6 +252,9 @@ func (h *Host) Start(ctx context.Context) error {
 // Stop stops the scheduler and the run engine: runs still executing are
 // released for a peer to adopt. It is idempotent and waits.
 func (h *Host) Stop() {
+	if h.gc != nil {
+		h.gc.Stop()
+	}
 	if h.Scheduler != nil {
 		h.Scheduler.Stop()
 	}

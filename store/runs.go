@@ -347,6 +347,14 @@ type RunStore interface {
 	// Ledger returns a run's ledger in record order (empty for a run
 	// without entries; ErrNotFound for a missing run).
 	Ledger(ctx context.Context, runID string) ([]*LedgerEntry, error)
+
+	// DeleteRuns deletes the settled runs among ids with their ledgers
+	// and the fire history rows that name them, in transactions of at
+	// most DeleteBatch runs. Runs that are not settled are kept (Active);
+	// ids of no run are reported (Missing). After an error, the batches
+	// committed before it stay deleted and are listed in Deleted. Journal
+	// files are the caller's (see package retention).
+	DeleteRuns(ctx context.Context, ids []string) (Deleted, error)
 }
 
 var (

@@ -186,7 +186,10 @@ func dsn(p string, o Options, write bool) string {
 	case o.ReadOnly:
 		q = append(q, "mode=ro")
 	case write:
-		q = append(q, "_pragma=journal_mode(WAL)", "_pragma=synchronous("+o.Synchronous+")", "_txlock=immediate")
+		// auto_vacuum comes before the journal mode, which writes the
+		// header: a new database starts with incremental vacuum; an older
+		// one switches at its next VACUUM (see ReclaimSpace).
+		q = append(q, "_pragma=auto_vacuum(INCREMENTAL)", "_pragma=journal_mode(WAL)", "_pragma=synchronous("+o.Synchronous+")", "_txlock=immediate")
 	default:
 		q = append(q, "_pragma=query_only(1)")
 	}

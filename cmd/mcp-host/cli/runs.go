@@ -78,7 +78,7 @@ func (e *env) runsCommand() *cobra.Command {
 	f.StringVar(&target, "target", "", "only runs of this target")
 	f.IntVar(&limit, "limit", 50, "at most this many runs")
 	f.StringVar(&cursor, "cursor", "", "continue a previous listing")
-	cmd.AddCommand(e.runsShowCommand())
+	cmd.AddCommand(e.runsShowCommand(), e.runsDeleteCommand())
 	return cmd
 }
 

@@ -1,0 +1,45 @@
+package retention
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/store"
+)
+
+// TestCollectSweepsOrphanJournals: a journal whose run is gone is removed
+// once it is older than orphanAge; a young one, and one whose run exists,
+// stay.
+func TestCollectSweepsOrphanJournals(t *testing.T) {
+	t.Parallel()
+	f := setup(t, DefaultPolicy())
+	f.insert(t, []*store.Run{{ID: "run_kept0", Target: "a", Status: store.RunSucceeded, CreatedAt: now, FinishedAt: now}})
+	for id, age := range map[string]time.Duration{"run_kept0": 2 * orphanAge, "run_gone": 2 * orphanAge, "run_young": orphanAge / 2} {
+		if id != "run_kept0" {
+			if err := os.WriteFile(f.journal(id), []byte("{}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chtimes(f.journal(id), now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dry, err := f.c.Collect(context.Background(), true)
+	if err != nil || dry.Orphans != 1 {
+		t.Fatalf("dry run: %+v, %v", dry, err)
+	}
+	if _, err := os.Stat(f.journal("run_gone")); err != nil {
+		t.Fatalf("a dry run removed an orphan: %v", err)
+	}
+	rep, err := f.c.Collect(context.Background(), false)
+	if err != nil || rep.Orphans != 1 || rep.Journals != 1 || len(rep.Deleted) != 0 {
+		t.Fatalf("collect: %+v, %v", rep, err)
+	}
+	for id, want := range map[string]bool{"run_gone": false, "run_young": true, "run_kept0": true} {
+		if _, err := os.Stat(f.journal(id)); (err == nil) != want {
+			t.Errorf("journal %s: %v; want kept %v", id, err, want)
+		}
+	}
+}

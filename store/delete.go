@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// DeleteBatch bounds how many runs one transaction of DeleteRuns deletes,
+// so that a large gc never holds the write lock for long.
+const DeleteBatch = 500
+
+// Deleted is what DeleteRuns did with the ids it was given.
+type Deleted struct {
+	// Deleted runs are gone with their ledgers and the fire history rows
+	// that name them.
+	Deleted []string `json:"deleted"`
+	// Active runs are not settled (queued, running or waiting): kept.
+	Active []string `json:"active,omitempty"`
+	// Missing ids name no run.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Space is what ReclaimSpace did, in database pages.
+type Space struct {
+	PageSize    int64 `json:"page_size"`
+	PagesBefore int64 `json:"pages_before"`
+	PagesAfter  int64 `json:"pages_after"`
+	// Method is "incremental_vacuum", "vacuum" (a full rewrite, done once
+	// to switch an older database to incremental vacuum) or "" (nothing
+	// was free).
+	Method string `json:"method,omitempty"`
+}
+
+// SpaceReclaimer is a store whose file keeps the space of deleted records
+// until told to give it back (store/sqlite). Stores in memory have nothing
+// to reclaim and do not implement it.
+type SpaceReclaimer interface {
+	// ReclaimSpace returns the free pages of the database to the file
+	// system. Other connections and processes may go on reading and
+	// writing meanwhile; their writes wait for it.
+	ReclaimSpace(ctx context.Context) (Space, error)
+	// PruneOperations forgets the ids of write operations committed
+	// before before (see Outcome), in bounded batches, and returns how
+	// many it forgot. Only an operation whose outcome is unknown needs its
+	// id, at the next open: keep a day or more.
+	PruneOperations(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Chunks splits ids into slices of at most n (DeleteRuns' batches).
+func Chunks(ids []string, n int) [][]string {
+	var out [][]string
+	for len(ids) > n {
+		out = append(out, ids[:n:n])
+		ids = ids[n:]
+	}
+	if len(ids) > 0 {
+		out = append(out, ids)
+	}
+	return out
+}
