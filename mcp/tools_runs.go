@@ -249,18 +249,20 @@ type readOutputIn struct {
 	Cursor      string  `json:"cursor"`
 	WaitSeconds float64 `json:"wait_seconds"`
 	Limit       int     `json:"limit"`
+	budgetIn
 }
 
 func (s *Server) readRunOutputTool() server.ServerTool {
 	return newTool("read_run_output", "Read a run's output",
 		"Read a run's output journal: the records after cursor (the run's start, step starts and ends, text the steps printed, questions, the final record with the status and result), the next_cursor to pass back, and done=true once the final record was read. "+
-			"With wait_seconds > 0 and nothing new yet, the call waits up to that long for the next record: a cheap way to follow a run live.",
-		object([]string{"run_id"}, obj{
+			"With wait_seconds > 0 and nothing new yet, the call waits up to that long for the next record: a cheap way to follow a run live. "+
+			"A reply stays under max_bytes: a record too large for one reply comes in pieces (each with piece.offset and piece.size), the next pages holding the rest.",
+		object([]string{"run_id"}, withBudget(obj{
 			"run_id":       idArg("The run's id."),
 			"cursor":       cursorArg(),
 			"wait_seconds": waitArg("for a new record when none is there yet"),
 			"limit":        integer("Most records to return (default 200).", 1, maxOutputPage),
-		}),
+		})),
 		outputSchema[outputPage](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in readOutputIn) (*outputPage, error) {
@@ -277,14 +279,14 @@ func (s *Server) readRunOutputTool() server.ServerTool {
 			}
 			waitCtx, cancel := transport.WaitContext(ctx)
 			defer cancel()
-			out, err := rs.ReadOutput(waitCtx, in.RunID, runs.ReadParams{Cursor: in.Cursor, Limit: in.Limit, Wait: wait})
+			out, err := readOutputPage(waitCtx, rs, outputRead{RunID: in.RunID, Cursor: in.Cursor, Limit: in.Limit, Room: in.room(), Wait: wait})
 			if err != nil {
 				if errors.Is(err, context.Canceled) && waitCtx.Err() != nil {
 					return nil, fmt.Errorf("read output of run %s: the call was cancelled: %w", in.RunID, context.Cause(waitCtx))
 				}
 				return nil, err
 			}
-			return newOutputPage(out), nil
+			return out, nil
 		}))
 }
 
