@@ -67,8 +67,9 @@ type outputRead struct {
 
 // firstChunk is how many records the first engine read of a page asks
 // for; each further read asks for twice as many, so a page of small
-// records costs a few reads and one of huge records reads little.
-const firstChunk = 4
+// records costs a few reads and one of huge records reads no more than it
+// returns.
+const firstChunk = 1
 
 // readOutputPage reads a page of a run's output that fits in p.Room.
 func readOutputPage(ctx context.Context, rs runEngine, p outputRead) (*outputPage, error) {

@@ -1,0 +1,191 @@
+package mcp
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store/memory"
+)
+
+// bigLineBytes is the length of the long line a test run prints: 50 MB,
+// or 4 MB under the race detector unless CAIRN_SOAK is set (the pages'
+// JSON costs ten times more there).
+func bigLineBytes() int {
+	if raceEnabled && os.Getenv("CAIRN_SOAK") == "" {
+		return 4_000_000
+	}
+	return 50_000_000
+}
+
+// outputScripts print one long line, and lines full of characters that
+// JSON escapes (6 bytes for '<'), so pieces are cut on escaped lengths.
+func outputScripts() map[string]string {
+	return map[string]string{
+		"big": fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x\n", bigLineBytes()),
+		"escaped": `head -c 30000 /dev/zero | tr '\0' '<'
+echo
+printf '"\303\251\t\\\n'
+head -c 10000 /dev/zero | tr '\0' '&'
+`,
+	}
+}
+
+// TestReadRunOutputPagesStayUnderBudget reads, page by page over MCP, the
+// output of real runs (one prints a 50 MB line): every reply is under its
+// budget, and the pages together give back every journal record, byte for
+// byte, in order.
+func TestReadRunOutputPagesStayUnderBudget(t *testing.T) {
+	t.Parallel()
+	ws := adapterWorkspace(t)
+	for name, script := range outputScripts() {
+		path := filepath.Join(t.TempDir(), name+".sh")
+		if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wf := fmt.Sprintf("name: %s\nsteps:\n  - id: print\n    exec: [\"sh\", %q]\n", name, path)
+		if err := os.WriteFile(filepath.Join(ws.WorkflowsDir(), name+".yaml"), []byte(wf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := memory.New()
+	eng, err := runs.New(runs.Options{Store: st, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Stop(); st.Close() })
+	f := setup(t, fixtureOpts{runs: eng, runStore: st})
+
+	launched := map[string]runs.Run{}
+	for _, tc := range []struct {
+		target string
+		budget int // max_bytes; 0: none given
+	}{
+		{"big", 0},
+		{"escaped", minReplyBytes},
+		{"escaped", MaxReplyBytes},
+		{"escaped", 0},
+	} {
+		run, ok := launched[tc.target]
+		if !ok {
+			start := time.Now()
+			f.ok("launch_run", map[string]any{"target": tc.target, "wait_seconds": 60}, &run)
+			if run.Status != "succeeded" {
+				t.Fatalf("run %s: %s", run.Status, run.Error)
+			}
+			launched[tc.target] = run
+			t.Logf("%s: ran in %v", tc.target, time.Since(start))
+		}
+		start := time.Now()
+		want := journalRecords(t, ws.Root, run.ID)
+		limit := cmp.Or(tc.budget, DefaultReplyBytes)
+		got, pages := readAllOutput(t, f, run.ID, tc.budget, limit)
+		if len(got) != len(want) {
+			t.Fatalf("%s, max_bytes %d: %d records in %d pages, the journal has %d", tc.target, tc.budget, len(got), pages, len(want))
+		}
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("%s, max_bytes %d: record %d differs:\n got %.200v\nwant %.200v", tc.target, tc.budget, i, got[i], want[i])
+			}
+		}
+		t.Logf("%s, max_bytes %d: %d records in %d pages, read in %v", tc.target, tc.budget, len(got), pages, time.Since(start))
+	}
+}
+
+// readAllOutput reads a run's output to the end with read_run_output,
+// checking each reply's size, and joins the pieces of split records.
+func readAllOutput(t *testing.T, f *fixture, runID string, budget, limit int) ([]runs.Record, int) {
+	t.Helper()
+	var (
+		got    []runs.Record
+		joined []byte
+		first  outputRecord
+	)
+	cursor, pages := "", 0
+	for ; ; pages++ {
+		args := map[string]any{"run_id": runID, "cursor": cursor}
+		if budget > 0 {
+			args["max_bytes"] = budget
+		}
+		r, m, err := f.client.CallTool(f.ctx(), "read_run_output", args, nil)
+		if err != nil || r.IsError {
+			t.Fatalf("read_run_output %v: %v %s", args, err, r.Text())
+		}
+		if len(m.Raw) > limit {
+			t.Fatalf("page %d (cursor %q) is %d bytes, over the budget %d", pages, cursor, len(m.Raw), limit)
+		}
+		var page outputPage
+		decode(t, r, &page)
+		for _, rec := range page.Records {
+			if rec.Piece == nil {
+				got = append(got, rec.Record)
+				continue
+			}
+			if rec.Piece.Offset == 0 {
+				first, joined = rec, joined[:0]
+			}
+			if rec.Piece.Offset != len(joined) {
+				t.Fatalf("piece at %d, want %d", rec.Piece.Offset, len(joined))
+			}
+			joined = append(joined, rec.Text...)
+			if len(joined) < rec.Piece.Size {
+				continue
+			}
+			whole := first.Record
+			whole.Text = string(joined)
+			if rec.Piece.JSON {
+				whole = runs.Record{}
+				if err := json.Unmarshal(joined, &whole); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got = append(got, whole)
+		}
+		if page.Done {
+			return got, pages + 1
+		}
+		if page.NextCursor == cursor {
+			t.Fatalf("page %d: the cursor %q did not move", pages, cursor)
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// journalRecords decodes the run's journal file.
+func journalRecords(t *testing.T, root, runID string) []runs.Record {
+	t.Helper()
+	var path string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == runID+".jsonl" {
+			path = p
+		}
+		return nil
+	})
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("open journal: %v", err)
+	}
+	defer fh.Close()
+	var out []runs.Record
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var r runs.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
