@@ -16,7 +16,7 @@ const (
 	// MaxReplyBytes is the largest max_bytes a call may ask for.
 	MaxReplyBytes = 1 << 20
 	// minReplyBytes is the smallest: a page must hold a useful piece.
-	minReplyBytes = 4 << 10
+	minReplyBytes = 8 << 10
 	// replyReserve is kept out of the room for items: the JSON-RPC
 	// envelope, the page's own fields and the summary text.
 	replyReserve = 1 << 10

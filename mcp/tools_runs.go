@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,18 +71,40 @@ func waitDuration(arg string, secs float64) (time.Duration, error) {
 	return time.Duration(secs * float64(time.Second)), nil
 }
 
+type listTargetsIn struct {
+	Limit  int    `json:"limit"`
+	Cursor string `json:"cursor"`
+	budgetIn
+}
+
 func (s *Server) listTargetsTool() server.ServerTool {
 	return newTool("list_targets", "List launchable workflows",
-		"List the workflows this workspace defines (.cairn/workflows/*.yaml) that launch_run can start, each with its description, the JSON Schema of its input and the automations its file declares; problems lists workflow files that failed to load, with file, line and field.",
-		object(nil, obj{}),
+		"List the workflows this workspace defines (.cairn/workflows/*.yaml) that launch_run can start, by name, each with its description, the JSON Schema of its input and the automations its file declares; problems lists workflow files that failed to load, with file, line and field. "+
+			"Pages: pass next_cursor back as cursor to continue.",
+		object(nil, withBudget(obj{
+			"limit":  integer("Most targets to return (default 100).", 1, maxTargetsPage),
+			"cursor": cursorArg(),
+		})),
 		outputSchema[targetList](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, _ struct{}) (*targetList, error) {
+		handler(func(ctx context.Context, _ *call, in listTargetsIn) (*targetList, error) {
 			rs, err := s.runs()
 			if err != nil {
 				return nil, err
 			}
-			return newTargetList(rs.Targets()), nil
+			if err := checkListCursor(in.Cursor); err != nil {
+				return nil, err
+			}
+			all := newTargetList(rs.Targets())
+			room := in.room()
+			out := &targetList{}
+			if in.Cursor == "" {
+				out.Problems = fitProblems(all.Problems, room/4)
+				room -= jsonLen(out.Problems)
+			}
+			out.Targets, out.NextCursor, err = listPage(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
+				func(t target) string { return "target " + t.Name })
+			return out, err
 		}))
 }
 
@@ -203,17 +226,18 @@ type listRunsIn struct {
 	Target string `json:"target"`
 	Limit  int    `json:"limit"`
 	Cursor string `json:"cursor"`
+	budgetIn
 }
 
 func (s *Server) listRunsTool() server.ServerTool {
 	return newTool("list_runs", "List runs",
 		"List runs, newest first, optionally only those with one status or of one target. Pages: pass next_cursor back as cursor to continue.",
-		object(nil, obj{
+		object(nil, withBudget(obj{
 			"status": enum("Only runs with this status.", "queued", "running", "waiting", "succeeded", "failed", "cancelled"),
 			"target": idArg("Only runs of this workflow."),
 			"limit":  integer("Most runs to return (default 20).", 1, maxRunsPage),
 			"cursor": cursorArg(),
-		}),
+		})),
 		outputSchema[runPage](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in listRunsIn) (*runPage, error) {
@@ -233,7 +257,10 @@ func (s *Server) listRunsTool() server.ServerTool {
 			if in.Status != "" {
 				lp.Status = []store.RunStatus{store.RunStatus(in.Status)}
 			}
-			list, next, err := rs.List(ctx, lp)
+			list, next, err := fitPage(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
+				lp.Limit = limit
+				return rs.List(ctx, lp)
+			}, func(r *runs.Run) string { return "run " + r.ID + " (read it with get_run)" })
 			if err != nil {
 				return nil, err
 			}

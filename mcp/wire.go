@@ -28,8 +28,9 @@ type deletedOut struct {
 
 // targetList is what list_targets returns.
 type targetList struct {
-	Targets  []target `json:"targets"`
-	Problems []string `json:"problems,omitempty" jsonschema:"Load errors of workflow files that did not load (file, line, field)."`
+	Targets    []target `json:"targets"`
+	Problems   []string `json:"problems,omitempty" jsonschema:"Load errors of workflow files that did not load (file, line, field), on the first page."`
+	NextCursor string   `json:"next_cursor,omitempty" jsonschema:"More targets follow: pass it back as cursor."`
 }
 
 // target is a launchable workflow.
