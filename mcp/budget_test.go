@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
 )
 
@@ -188,4 +190,67 @@ func journalRecords(t *testing.T, root, runID string) []runs.Record {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestListAutomationsPagesStayUnderBudget lists 10,000 automations page
+// by page (2,000 under the race detector unless CAIRN_SOAK is set: each
+// page lists the store whole): every reply is under its budget and the
+// pages hold each automation once, in order.
+func TestListAutomationsPagesStayUnderBudget(t *testing.T) {
+	t.Parallel()
+	f := setup(t, fixtureOpts{})
+	n := 10000
+	if raceEnabled && os.Getenv("CAIRN_SOAK") == "" {
+		n = 2000
+	}
+	in := json.RawMessage(`{"note":"` + strings.Repeat("<x>", 100) + `"}`)
+	for i := range n {
+		a := &store.Automation{
+			ID: fmt.Sprintf("a-%05d", i), Key: fmt.Sprintf("key-%05d", i), Owner: fmt.Sprintf("owner-%d", i%7),
+			Target: "steps", Input: in, Enabled: true, Overlap: "skip", Missed: "skip",
+			Trigger: store.AutomationTrigger{Kind: store.TriggerInterval, Every: "1h"},
+		}
+		if err := f.st.CreateAutomation(f.ctx(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		budget, limit int // 0: none given
+	}{{0, 0}, {0, maxAutomationsPage}, {MaxReplyBytes, maxAutomationsPage}} {
+		seen, pages, cursor, last := 0, 0, "", ""
+		for ; ; pages++ {
+			args := map[string]any{"all": true, "cursor": cursor}
+			if tc.budget > 0 {
+				args["max_bytes"] = tc.budget
+			}
+			if tc.limit > 0 {
+				args["limit"] = tc.limit
+			}
+			r, m, err := f.client.CallTool(f.ctx(), "list_automations", args, nil)
+			if err != nil || r.IsError {
+				t.Fatalf("list_automations %v: %v %s", args, err, r.Text())
+			}
+			if limit := cmp.Or(tc.budget, DefaultReplyBytes); len(m.Raw) > limit {
+				t.Fatalf("page %d is %d bytes, over the budget %d", pages, len(m.Raw), limit)
+			}
+			var page automationsOut
+			decode(t, r, &page)
+			for _, a := range page.Automations {
+				if k := automationKey(a); k <= last {
+					t.Fatalf("page %d: %q after %q", pages, k, last)
+				} else {
+					last = k
+				}
+				seen++
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+		if seen != n {
+			t.Fatalf("max_bytes %d, limit %d: %d automations in %d pages, want %d", tc.budget, tc.limit, seen, pages+1, n)
+		}
+		t.Logf("max_bytes %d, limit %d: %d automations in %d pages", tc.budget, tc.limit, seen, pages+1)
+	}
 }

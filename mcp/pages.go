@@ -3,6 +3,8 @@ package mcp
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cairnhq/cairn/store"
 )
 
 // Paging over a list the server holds whole (automations, targets): the
@@ -37,6 +39,8 @@ func listPage[T any](items []T, key func(T) string, cursor string, limit, room i
 // automationKey sorts automations as the store lists them: by owner, then
 // key. A space is in neither.
 func automationKey(a *automation) string { return a.Owner + " " + a.Key }
+
+func storeAutomationKey(a *store.Automation) string { return a.Owner + " " + a.Key }
 
 // checkListCursor refuses a cursor that is not a sort key.
 func checkListCursor(cursor string) error {

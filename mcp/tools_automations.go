@@ -105,15 +105,27 @@ func (s *Server) listAutomationsTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			all := make([]*automation, 0, len(list))
-			for _, a := range list {
-				all = append(all, newAutomation(a))
+			// The store lists by owner then key: skip to the cursor, and
+			// convert no more than a page.
+			slices.SortFunc(list, func(x, y *store.Automation) int { return strings.Compare(storeAutomationKey(x), storeAutomationKey(y)) })
+			start, _ := slices.BinarySearchFunc(list, in.Cursor, func(a *store.Automation, c string) int {
+				if storeAutomationKey(a) <= c {
+					return -1
+				}
+				return 1
+			})
+			limit := cmp.Or(in.Limit, 50)
+			window := make([]*automation, 0, min(limit, len(list)-start))
+			for _, a := range list[start:min(start+limit, len(list))] {
+				window = append(window, newAutomation(a))
 			}
-			slices.SortFunc(all, func(x, y *automation) int { return strings.Compare(automationKey(x), automationKey(y)) })
-			page, next, err := listPage(all, automationKey, in.Cursor, cmp.Or(in.Limit, 50), in.room(),
+			page, next, err := listPage(window, automationKey, "", limit, in.room(),
 				func(a *automation) string { return "automation " + a.ID })
 			if err != nil {
 				return nil, err
+			}
+			if next == "" && len(page) > 0 && start+len(page) < len(list) {
+				next = automationKey(page[len(page)-1])
 			}
 			return &automationsOut{Owner: owner, Automations: page, NextCursor: next}, nil
 		}))
