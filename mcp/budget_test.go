@@ -86,6 +86,9 @@ func TestReadRunOutputPagesStayUnderBudget(t *testing.T) {
 			launched[tc.target] = run
 			t.Logf("%s: ran in %v", tc.target, time.Since(start))
 		}
+		if m, err := f.client.Call(f.ctx(), "resources/read", map[string]any{"uri": runOutputURI(run.ID)}); err != nil || m.Error != nil || len(m.Raw) > DefaultReplyBytes {
+			t.Fatalf("resources/read of %s's output: %v %v, %d bytes", tc.target, err, m.Error, len(m.Raw))
+		}
 		start := time.Now()
 		want := journalRecords(t, ws.Root, run.ID)
 		limit := cmp.Or(tc.budget, DefaultReplyBytes)
