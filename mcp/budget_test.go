@@ -257,3 +257,37 @@ func TestListAutomationsPagesStayUnderBudget(t *testing.T) {
 		t.Logf("max_bytes %d, limit %d: %d automations in %d pages", tc.budget, tc.limit, seen, pages+1)
 	}
 }
+
+// TestSplitRecordByJSON splits a record whose result, not its text, is too
+// large: the pieces carry its JSON encoding, each within the room.
+func TestSplitRecordByJSON(t *testing.T) {
+	t.Parallel()
+	res, _ := json.Marshal(map[string]string{"out": strings.Repeat(`"é<`, 30000)})
+	rec := runs.Record{Type: runs.RecordEnd, Status: "succeeded", Text: "done", Result: res}
+	const room = minReplyBytes - replyReserve
+	var joined []byte
+	for from := 0; ; {
+		piece, next, err := splitRecord(rec, from, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := jsonLen(piece); n > room {
+			t.Fatalf("piece at %d is %d bytes, over %d", from, n, room)
+		}
+		if !piece.Piece.JSON || piece.Piece.Offset != from {
+			t.Fatalf("piece at %d: %+v", from, piece.Piece)
+		}
+		joined = append(joined, piece.Text...)
+		if next == 0 {
+			break
+		}
+		from = next
+	}
+	var got runs.Record
+	if err := json.Unmarshal(joined, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rec) {
+		t.Fatalf("joined record differs: %.200v", got)
+	}
+}
