@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/cairnhq/cairn/runs"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // maxResourceRecords bounds how many journal records a read of the output
-// resource returns (the newest ones); read_run_output pages through all.
+// resource returns (the first ones); read_run_output pages through all.
 const maxResourceRecords = 1000
+
+// resourceRoom is what the output resource's records may take: the JSON
+// Lines are sent as a JSON string, which at most doubles them, and the
+// reply stays under DefaultReplyBytes.
+const resourceRoom = (DefaultReplyBytes - replyReserve) / 2
 
 func (s *Server) addResources() {
 	s.mcp.AddResourceTemplate(
@@ -25,7 +29,7 @@ func (s *Server) addResources() {
 	s.mcp.AddResourceTemplate(
 		mcpgo.NewResourceTemplate("cairn://runs/{run_id}/output", "run-output",
 			mcpgo.WithTemplateTitle("A run's output journal"),
-			mcpgo.WithTemplateDescription("A run's output journal as JSON Lines, one record per line (the first 1000; read_run_output pages through all). Subscribe to be told when records are added."),
+			mcpgo.WithTemplateDescription("A run's output journal as JSON Lines, one record per line: the first ones, up to 1000 records or about 32 KiB (a longer record is cut, with its piece field set); read_run_output pages through all. Subscribe to be told when records are added."),
 			mcpgo.WithTemplateMIMEType("application/x-ndjson"),
 		),
 		s.readRunResource)
@@ -52,7 +56,7 @@ func (s *Server) readRunResource(ctx context.Context, req mcpgo.ReadResourceRequ
 		}
 		return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 	}
-	page, err := rs.ReadOutput(ctx, id, runs.ReadParams{Limit: maxResourceRecords})
+	page, err := readOutputPage(ctx, rs, outputRead{RunID: id, Limit: maxResourceRecords, Room: resourceRoom})
 	if err != nil {
 		return nil, err
 	}

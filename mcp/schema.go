@@ -12,30 +12,32 @@ import (
 // Input bounds. The schemas publish them; the handlers rely on the
 // server's schema validation and check ids again with ids.Validate.
 const (
-	maxIDLen        = ids.MaxLen
-	maxCursorLen    = 512
-	maxWaitSeconds  = 60
-	maxAnswerLen    = 16 << 10
-	maxTitleLen     = 512
-	maxNoteLen      = 2048
-	maxInputProps   = 256
-	maxMessages     = 100     // per append
-	maxParts        = 64      // per message
-	maxMessageText  = 1 << 20 // characters of one content string
-	maxSummaryLen   = 1 << 20 // characters of a compaction summary
-	maxKeepLast     = 10000   // messages kept by a compaction
-	maxRunsPage     = 200     // list_runs
-	maxOutputPage   = 1000    // read_run_output
-	maxSessionsPage = 200     // list_sessions, get_session
-	maxCronLen      = 256
-	maxTZLen        = 64
-	maxEveryLen     = 32
-	maxGlobLen      = 1024
-	maxGlobs        = 16
-	maxURLLen       = 2048
-	maxOwnerLen     = ids.MaxLen
-	maxKeyLen       = ids.MaxLen
-	_               = maxMessageText + maxSummaryLen
+	maxIDLen           = ids.MaxLen
+	maxCursorLen       = 512
+	maxWaitSeconds     = 60
+	maxAnswerLen       = 16 << 10
+	maxTitleLen        = 512
+	maxNoteLen         = 2048
+	maxInputProps      = 256
+	maxMessages        = 100     // per append
+	maxParts           = 64      // per message
+	maxMessageText     = 1 << 20 // characters of one content string
+	maxSummaryLen      = 1 << 20 // characters of a compaction summary
+	maxKeepLast        = 10000   // messages kept by a compaction
+	maxRunsPage        = 200     // list_runs
+	maxOutputPage      = 1000    // read_run_output
+	maxSessionsPage    = 200     // list_sessions, get_session
+	maxAutomationsPage = 500     // list_automations
+	maxTargetsPage     = 500     // list_targets
+	maxCronLen         = 256
+	maxTZLen           = 64
+	maxEveryLen        = 32
+	maxGlobLen         = 1024
+	maxGlobs           = 16
+	maxURLLen          = 2048
+	maxOwnerLen        = ids.MaxLen
+	maxKeyLen          = ids.MaxLen
+	_                  = maxMessageText + maxSummaryLen
 )
 
 // obj is a JSON Schema node.

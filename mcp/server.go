@@ -192,15 +192,16 @@ func errorResult(msg string) *mcpgo.CallToolResult {
 	return mcpgo.NewToolResultError(msg)
 }
 
-// okResult is a tool result carrying v as structured content and as
-// equivalent JSON text.
-func okResult(v any) (*mcpgo.CallToolResult, error) {
+// okResult is a tool result carrying v as structured content, and as
+// equivalent JSON text when both fit in budget bytes (else a summary line:
+// see textFor).
+func okResult(v any, budget int) (*mcpgo.CallToolResult, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	return &mcpgo.CallToolResult{
-		Content:           []mcpgo.Content{mcpgo.NewTextContent(string(b))},
+		Content:           []mcpgo.Content{mcpgo.NewTextContent(textFor(v, b, budget))},
 		StructuredContent: json.RawMessage(b),
 	}, nil
 }
@@ -254,7 +255,11 @@ func handler[In any, Out any](fn func(ctx context.Context, c *call, in In) (Out,
 		if err != nil {
 			return errorResult(toolErrorText(req.Params.Name, err)), nil
 		}
-		return okResult(out)
+		budget := DefaultReplyBytes
+		if b, ok := any(in).(budgeted); ok {
+			budget = b.replyBytes()
+		}
+		return okResult(out, budget)
 	}
 }
 

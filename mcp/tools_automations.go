@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn/automations"
@@ -60,22 +62,29 @@ func sanitizeName(name string) string {
 }
 
 type listAutomationsIn struct {
-	All   bool   `json:"all"`
-	Owner string `json:"owner"`
+	All    bool   `json:"all"`
+	Owner  string `json:"owner"`
+	Limit  int    `json:"limit"`
+	Cursor string `json:"cursor"`
+	budgetIn
 }
 
 type automationsOut struct {
 	Owner       string        `json:"owner,omitempty"`
 	Automations []*automation `json:"automations"`
+	NextCursor  string        `json:"next_cursor,omitempty" jsonschema:"More automations follow: pass it back as cursor."`
 }
 
 func (s *Server) listAutomationsTool() server.ServerTool {
 	return newTool("list_automations", "List automations",
-		"List automations with their trigger, state and history (last start, last finish, last status, next due). By default only the ones this client created (owner mcp:<client name>); all=true lists every automation, including those declared in workflow files (owner config).",
-		object(nil, obj{
-			"all":   boolean("List every automation, whoever owns it."),
-			"owner": idArg("List this owner's automations instead of the caller's."),
-		}),
+		"List automations with their trigger, state and history (last start, last finish, last status, next due), by owner then key. By default only the ones this client created (owner mcp:<client name>); all=true lists every automation, including those declared in workflow files (owner config). "+
+			"Pages: pass next_cursor back as cursor to continue.",
+		object(nil, withBudget(obj{
+			"all":    boolean("List every automation, whoever owns it."),
+			"owner":  idArg("List this owner's automations instead of the caller's."),
+			"limit":  integer("Most automations to return (default 50).", 1, maxAutomationsPage),
+			"cursor": cursorArg(),
+		})),
 		outputSchema[automationsOut](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in listAutomationsIn) (*automationsOut, error) {
@@ -89,15 +98,36 @@ func (s *Server) listAutomationsTool() server.ServerTool {
 					return nil, err
 				}
 			}
+			if err := checkListCursor(in.Cursor); err != nil {
+				return nil, err
+			}
 			list, err := as.List(ctx, automations.ListParams{Owner: owner})
 			if err != nil {
 				return nil, err
 			}
-			out := &automationsOut{Owner: owner, Automations: make([]*automation, 0, len(list))}
-			for _, a := range list {
-				out.Automations = append(out.Automations, newAutomation(a))
+			// The store lists by owner then key: skip to the cursor, and
+			// convert no more than a page.
+			slices.SortFunc(list, func(x, y *store.Automation) int { return strings.Compare(storeAutomationKey(x), storeAutomationKey(y)) })
+			start, _ := slices.BinarySearchFunc(list, in.Cursor, func(a *store.Automation, c string) int {
+				if storeAutomationKey(a) <= c {
+					return -1
+				}
+				return 1
+			})
+			limit := cmp.Or(in.Limit, 50)
+			window := make([]*automation, 0, min(limit, len(list)-start))
+			for _, a := range list[start:min(start+limit, len(list))] {
+				window = append(window, newAutomation(a))
 			}
-			return out, nil
+			page, next, err := listPage(window, automationKey, "", limit, in.room(),
+				func(a *automation) string { return "automation " + a.ID })
+			if err != nil {
+				return nil, err
+			}
+			if next == "" && len(page) > 0 && start+len(page) < len(list) {
+				next = automationKey(page[len(page)-1])
+			}
+			return &automationsOut{Owner: owner, Automations: page, NextCursor: next}, nil
 		}))
 }
 

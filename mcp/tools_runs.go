@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,18 +71,40 @@ func waitDuration(arg string, secs float64) (time.Duration, error) {
 	return time.Duration(secs * float64(time.Second)), nil
 }
 
+type listTargetsIn struct {
+	Limit  int    `json:"limit"`
+	Cursor string `json:"cursor"`
+	budgetIn
+}
+
 func (s *Server) listTargetsTool() server.ServerTool {
 	return newTool("list_targets", "List launchable workflows",
-		"List the workflows this workspace defines (.cairn/workflows/*.yaml) that launch_run can start, each with its description, the JSON Schema of its input and the automations its file declares; problems lists workflow files that failed to load, with file, line and field.",
-		object(nil, obj{}),
+		"List the workflows this workspace defines (.cairn/workflows/*.yaml) that launch_run can start, by name, each with its description, the JSON Schema of its input and the automations its file declares; problems lists workflow files that failed to load, with file, line and field. "+
+			"Pages: pass next_cursor back as cursor to continue.",
+		object(nil, withBudget(obj{
+			"limit":  integer("Most targets to return (default 100).", 1, maxTargetsPage),
+			"cursor": cursorArg(),
+		})),
 		outputSchema[targetList](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, _ struct{}) (*targetList, error) {
+		handler(func(ctx context.Context, _ *call, in listTargetsIn) (*targetList, error) {
 			rs, err := s.runs()
 			if err != nil {
 				return nil, err
 			}
-			return newTargetList(rs.Targets()), nil
+			if err := checkListCursor(in.Cursor); err != nil {
+				return nil, err
+			}
+			all := newTargetList(rs.Targets())
+			room := in.room()
+			out := &targetList{}
+			if in.Cursor == "" {
+				out.Problems = fitProblems(all.Problems, room/4)
+				room -= jsonLen(out.Problems)
+			}
+			out.Targets, out.NextCursor, err = listPage(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
+				func(t target) string { return "target " + t.Name })
+			return out, err
 		}))
 }
 
@@ -203,17 +226,18 @@ type listRunsIn struct {
 	Target string `json:"target"`
 	Limit  int    `json:"limit"`
 	Cursor string `json:"cursor"`
+	budgetIn
 }
 
 func (s *Server) listRunsTool() server.ServerTool {
 	return newTool("list_runs", "List runs",
 		"List runs, newest first, optionally only those with one status or of one target. Pages: pass next_cursor back as cursor to continue.",
-		object(nil, obj{
+		object(nil, withBudget(obj{
 			"status": enum("Only runs with this status.", "queued", "running", "waiting", "succeeded", "failed", "cancelled"),
 			"target": idArg("Only runs of this workflow."),
 			"limit":  integer("Most runs to return (default 20).", 1, maxRunsPage),
 			"cursor": cursorArg(),
-		}),
+		})),
 		outputSchema[runPage](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in listRunsIn) (*runPage, error) {
@@ -233,7 +257,10 @@ func (s *Server) listRunsTool() server.ServerTool {
 			if in.Status != "" {
 				lp.Status = []store.RunStatus{store.RunStatus(in.Status)}
 			}
-			list, next, err := rs.List(ctx, lp)
+			list, next, err := fitPage(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
+				lp.Limit = limit
+				return rs.List(ctx, lp)
+			}, func(r *runs.Run) string { return "run " + r.ID + " (read it with get_run)" })
 			if err != nil {
 				return nil, err
 			}
@@ -249,18 +276,20 @@ type readOutputIn struct {
 	Cursor      string  `json:"cursor"`
 	WaitSeconds float64 `json:"wait_seconds"`
 	Limit       int     `json:"limit"`
+	budgetIn
 }
 
 func (s *Server) readRunOutputTool() server.ServerTool {
 	return newTool("read_run_output", "Read a run's output",
 		"Read a run's output journal: the records after cursor (the run's start, step starts and ends, text the steps printed, questions, the final record with the status and result), the next_cursor to pass back, and done=true once the final record was read. "+
-			"With wait_seconds > 0 and nothing new yet, the call waits up to that long for the next record: a cheap way to follow a run live.",
-		object([]string{"run_id"}, obj{
+			"With wait_seconds > 0 and nothing new yet, the call waits up to that long for the next record: a cheap way to follow a run live. "+
+			"A reply stays under max_bytes: a record too large for one reply comes in pieces (each with piece.offset and piece.size), the next pages holding the rest.",
+		object([]string{"run_id"}, withBudget(obj{
 			"run_id":       idArg("The run's id."),
 			"cursor":       cursorArg(),
 			"wait_seconds": waitArg("for a new record when none is there yet"),
 			"limit":        integer("Most records to return (default 200).", 1, maxOutputPage),
-		}),
+		})),
 		outputSchema[outputPage](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in readOutputIn) (*outputPage, error) {
@@ -277,14 +306,14 @@ func (s *Server) readRunOutputTool() server.ServerTool {
 			}
 			waitCtx, cancel := transport.WaitContext(ctx)
 			defer cancel()
-			out, err := rs.ReadOutput(waitCtx, in.RunID, runs.ReadParams{Cursor: in.Cursor, Limit: in.Limit, Wait: wait})
+			out, err := readOutputPage(waitCtx, rs, outputRead{RunID: in.RunID, Cursor: in.Cursor, Limit: in.Limit, Room: in.room(), Wait: wait})
 			if err != nil {
 				if errors.Is(err, context.Canceled) && waitCtx.Err() != nil {
 					return nil, fmt.Errorf("read output of run %s: the call was cancelled: %w", in.RunID, context.Cause(waitCtx))
 				}
 				return nil, err
 			}
-			return newOutputPage(out), nil
+			return out, nil
 		}))
 }
 

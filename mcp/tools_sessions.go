@@ -36,15 +36,16 @@ func newSession(m sessionManager, x *store.Session) *session {
 type pageIn struct {
 	Limit  int    `json:"limit"`
 	Cursor string `json:"cursor"`
+	budgetIn
 }
 
 func (s *Server) listSessionsTool() server.ServerTool {
 	return newTool("list_sessions", "List sessions",
 		"List stored agent sessions (conversations), newest first, with their titles and message counts. Pages: pass next_cursor back as cursor to continue.",
-		object(nil, obj{
+		object(nil, withBudget(obj{
 			"limit":  integer("Most sessions to return (default 20).", 1, maxSessionsPage),
 			"cursor": cursorArg(),
-		}),
+		})),
 		outputSchema[sessionPage](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in pageIn) (*sessionPage, error) {
@@ -55,15 +56,21 @@ func (s *Server) listSessionsTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 20
 			}
-			page, err := ss.List(ctx, sessions.ListParams{Cursor: in.Cursor, Limit: in.Limit})
+			list, next, err := fitPage(in.Limit, in.room(), func(limit int) ([]*session, string, error) {
+				page, err := ss.List(ctx, sessions.ListParams{Cursor: in.Cursor, Limit: limit})
+				if err != nil {
+					return nil, "", err
+				}
+				list := make([]*session, 0, len(page.Sessions))
+				for _, x := range page.Sessions {
+					list = append(list, newSession(ss, x))
+				}
+				return list, page.NextCursor, nil
+			}, func(x *session) string { return "session " + x.ID })
 			if err != nil {
 				return nil, err
 			}
-			out := &sessionPage{Sessions: make([]*session, 0, len(page.Sessions)), NextCursor: page.NextCursor}
-			for _, x := range page.Sessions {
-				out.Sessions = append(out.Sessions, newSession(ss, x))
-			}
-			return out, nil
+			return &sessionPage{Sessions: list, NextCursor: next}, nil
 		}))
 }
 
@@ -71,16 +78,17 @@ type getSessionIn struct {
 	SessionID string `json:"session_id"`
 	Cursor    string `json:"cursor"`
 	Limit     int    `json:"limit"`
+	budgetIn
 }
 
 func (s *Server) getSessionTool() server.ServerTool {
 	return newTool("get_session", "Read a session",
 		"Return a session and a page of its messages in order (oldest first; after a compaction the first one is the summary). Pages: pass next_cursor back as cursor to read on.",
-		object([]string{"session_id"}, obj{
+		object([]string{"session_id"}, withBudget(obj{
 			"session_id": idArg("The session's id."),
 			"cursor":     cursorArg(),
 			"limit":      integer("Most messages to return (default 50).", 1, maxSessionsPage),
-		}),
+		})),
 		outputSchema[sessionRead](),
 		hints{readOnly: true, idempotent: true},
 		handler(func(ctx context.Context, _ *call, in getSessionIn) (*sessionRead, error) {
@@ -91,17 +99,30 @@ func (s *Server) getSessionTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 50
 			}
-			page, err := ss.Read(ctx, sessions.ReadParams{SessionID: in.SessionID, Cursor: in.Cursor, Limit: in.Limit})
+			var sess *store.Session
+			msgs, next, err := fitPage(in.Limit, in.room()-sessionHeadBytes, func(limit int) ([]*store.Message, string, error) {
+				page, err := ss.Read(ctx, sessions.ReadParams{SessionID: in.SessionID, Cursor: in.Cursor, Limit: limit})
+				if err != nil {
+					return nil, "", err
+				}
+				sess = page.Session
+				return page.Messages, page.NextCursor, nil
+			}, func(m *store.Message) string { return "message " + m.ID })
 			if err != nil {
 				return nil, err
 			}
-			out := &sessionRead{Session: newSession(ss, page.Session), Messages: page.Messages, NextCursor: page.NextCursor}
+			out := &sessionRead{Session: newSession(ss, sess), Messages: msgs, NextCursor: next}
 			if out.Messages == nil {
 				out.Messages = []*store.Message{}
 			}
 			return out, nil
 		}))
 }
+
+// sessionHeadBytes is kept for the session get_session returns with its
+// messages: a title is at most maxTitleLen characters, a memory file path
+// a few hundred bytes.
+const sessionHeadBytes = 6*maxTitleLen + 2<<10
 
 type createSessionIn struct {
 	SessionID string `json:"session_id"`

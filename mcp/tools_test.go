@@ -385,7 +385,7 @@ func TestReadOutputCursor(t *testing.T) {
 	for i := range 5 {
 		f.runs.emit(run.ID, fmt.Sprintf("line %d", i))
 	}
-	var got []runs.Record
+	var got []outputRecord
 	cursor := ""
 	for {
 		var page outputPage

@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,9 @@ type deletedOut struct {
 
 // targetList is what list_targets returns.
 type targetList struct {
-	Targets  []target `json:"targets"`
-	Problems []string `json:"problems,omitempty" jsonschema:"Load errors of workflow files that did not load (file, line, field)."`
+	Targets    []target `json:"targets"`
+	Problems   []string `json:"problems,omitempty" jsonschema:"Load errors of workflow files that did not load (file, line, field), on the first page."`
+	NextCursor string   `json:"next_cursor,omitempty" jsonschema:"More targets follow: pass it back as cursor."`
 }
 
 // target is a launchable workflow.
@@ -83,8 +85,8 @@ type runPage struct {
 
 // outputPage is a slice of a run's journal.
 type outputPage struct {
-	RunID   string        `json:"run_id"`
-	Records []runs.Record `json:"records"`
+	RunID   string         `json:"run_id"`
+	Records []outputRecord `json:"records"`
 	// NextCursor continues after the last record returned.
 	NextCursor string `json:"next_cursor" jsonschema:"Continues after the last record returned: pass it back as cursor."`
 	Done       bool   `json:"done" jsonschema:"True once the final record was returned: nothing will follow."`
@@ -93,12 +95,8 @@ type outputPage struct {
 	OwnerGone int             `json:"owner_gone,omitempty" jsonschema:"The pid of a process that was executing the run and vanished; a live mcp-host adopts the run shortly."`
 }
 
-func newOutputPage(o *runs.Output) *outputPage {
-	p := &outputPage{RunID: o.RunID, Records: o.Records, NextCursor: o.Cursor, Done: o.Done, Status: o.Status, OwnerGone: o.OwnerGone}
-	if p.Records == nil {
-		p.Records = []runs.Record{}
-	}
-	return p
+func (p *outputPage) summary() string {
+	return fmt.Sprintf("%d journal records of run %s (done=%t); next_cursor %q continues.", len(p.Records), p.RunID, p.Done, p.NextCursor)
 }
 
 // session is a session as agents see it: its summary state flattened, and
