@@ -2,6 +2,7 @@ package automations
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,18 +15,18 @@ import (
 func TestFullDiskRefusesFires(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	free := uint64(10 << 20)
-	restore := diskfree.Fake(e.svc.LocksDir, func(string) (diskfree.Space, error) {
-		return diskfree.Space{Free: free, Total: 100 << 30}, nil
-	})
-	t.Cleanup(restore)
+	var free atomic.Uint64
+	free.Store(10 << 20)
+	e.sched.cfg.DiskGuard = &diskfree.Guard{Path: e.svc.LocksDir, Measure: func(string) (diskfree.Space, error) {
+		return diskfree.Space{Free: free.Load(), Total: 100 << 30}, nil
+	}}
 	a := e.create(Spec{Key: "k", Cron: "* * * * *", TZ: "UTC"})
 	e.advanceTo(t0.Add(time.Minute))
 	st := e.get(a.ID).State
 	if !strings.Contains(st.LastError, "the state disk has 10 MB free") || st.Missed != 1 || e.runCount() != 0 {
 		t.Fatalf("state after a fire on a full disk: %+v, %d runs", st, e.runCount())
 	}
-	restore()
+	free.Store(50 << 30)
 	e.advanceTo(t0.Add(2 * time.Minute))
 	if st := e.get(a.ID).State; st.Fires != 1 || st.LastError != "" || e.runCount() != 1 {
 		t.Fatalf("state after space came back: %+v, %d runs", st, e.runCount())

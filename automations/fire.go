@@ -9,17 +9,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/diskfree"
 	"github.com/cairnhq/cairn/store"
 )
 
-// checkDisk refuses new fires while the state disk (the one holding
-// LocksDir) is nearly full. The refusal is a failed fire like any other:
+// checkDisk refuses new fires while the state disk is nearly full
+// (Config.DiskGuard). The refusal is a failed fire like any other:
 // recorded on the automation, a cron slot counted as missed, a monitor's
 // launch left pending.
 func (s *Scheduler) checkDisk() error {
-	g := diskfree.Guard{Path: s.cfg.LocksDir}
-	if err := g.Check(); err != nil {
+	if err := s.cfg.DiskGuard.Check(); err != nil {
 		return fmt.Errorf("fire: %w", err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/diskfree"
+
 	"github.com/cairnhq/cairn/automations/schedule"
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/locks"
@@ -37,6 +39,9 @@ type Config struct {
 	Runs RunReader
 	// HTTPClient polls http monitors; nil: a client with HTTPTimeout.
 	HTTPClient *http.Client
+	// DiskGuard refuses new fires while the state disk is nearly full;
+	// nil: a guard on the disk holding LocksDir.
+	DiskGuard *diskfree.Guard
 
 	// LockRetry is how often a follower tries locks/scheduler (default
 	// 500ms): a dead leader is replaced within about that long.
@@ -119,6 +124,9 @@ func New(cfg Config) *Scheduler {
 	}
 	if cfg.Runs == nil {
 		cfg.Runs = cfg.Store
+	}
+	if cfg.DiskGuard == nil {
+		cfg.DiskGuard = &diskfree.Guard{Path: cfg.LocksDir}
 	}
 	if cfg.LockRetry <= 0 {
 		cfg.LockRetry = 500 * time.Millisecond

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/diskfree"
+
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/retention"
@@ -142,8 +144,14 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		}
 	}
 
+	// One disk guard for launches and fires: the state folder's disk, or
+	// none when the state is in memory.
+	guard := &diskfree.Guard{}
+	if !inMemory {
+		guard.Path = ws.StateDir
+	}
 	h.Runs, err = runs.New(runs.Options{
-		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log,
+		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log, DiskGuard: guard,
 		InMemory: inMemory, StopGrace: cfg.StopGrace, OnChange: cfg.OnRunChange,
 		JournalRunCap: int64(settings.Journal.PerRun), JournalLineCap: int(settings.Journal.PerLine),
 	})
@@ -155,7 +163,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets()}
 	h.Scheduler = automations.New(automations.Config{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
-		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log,
+		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
 	})
 	h.Automations = &automations.Service{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Clock: clk, Notify: h.Scheduler.Notify,

@@ -6,7 +6,6 @@ package diskfree
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,8 +54,9 @@ func (e *LowError) Error() string {
 
 func (e *LowError) Unwrap() error { return ErrLow }
 
-// Guard checks the disk of Path before new work is admitted. The zero
-// value of every other field is the default. It is safe for concurrent use.
+// Guard checks the disk of Path before new work is admitted; a Guard
+// without a Path checks nothing (state kept in memory). The zero value of
+// every other field is the default. It is safe for concurrent use.
 type Guard struct {
 	Path string
 	// MinFree, when not 0, is the threshold in bytes; default the smaller
@@ -75,7 +75,7 @@ func (g *Guard) Check() error {
 	}
 	measure := g.Measure
 	if measure == nil {
-		measure = lookupFake(g.Path)
+		measure = Statfs
 	}
 	sp, err := measure(g.Path)
 	if err != nil {
@@ -89,21 +89,4 @@ func (g *Guard) Check() error {
 		return &LowError{Path: g.Path, Free: sp.Free, Threshold: threshold}
 	}
 	return nil
-}
-
-var fakes sync.Map // path -> Func
-
-// Fake makes every Guard of path without its own Measure use fn until
-// the returned restore is called: a seam for tests of callers that build
-// their Guard themselves.
-func Fake(path string, fn Func) (restore func()) {
-	fakes.Store(path, fn)
-	return func() { fakes.Delete(path) }
-}
-
-func lookupFake(path string) Func {
-	if fn, ok := fakes.Load(path); ok {
-		return fn.(Func)
-	}
-	return Statfs
 }

@@ -54,18 +54,3 @@ func TestStatfsMeasuresTheDisk(t *testing.T) {
 		t.Errorf("Statfs = %+v, want a total over 0 and free under it", sp)
 	}
 }
-
-func TestFake(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	restore := Fake(dir, space(1, 1<<40))
-	g := &Guard{Path: dir}
-	if err := g.Check(); !errors.Is(err, ErrLow) {
-		t.Fatalf("with a fake full disk: Check() = %v, want ErrLow", err)
-	}
-	restore()
-	g.MinFree = 1
-	if err := g.Check(); err != nil {
-		t.Fatalf("after restore: Check() = %v", err)
-	}
-}
