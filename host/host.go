@@ -171,12 +171,8 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	h.Sessions = sessions.New(h.Store, sessions.Options{
 		MemoryDir: memoryDir, LocksDir: locksDir, MaxArchives: settings.Sessions.MaxArchives, Clock: clk,
 	})
-	outputDir := ws.OutputDir()
-	if inMemory {
-		outputDir = "" // journals live in the engine's memory
-	}
 	h.Retention = retention.NewCollector(retention.Options{
-		Store: h.Store, Policy: settings.Retention.Policy(), OutputDir: outputDir, Clock: clk, Log: h.log,
+		Store: h.Store, Policy: settings.Retention.Policy(), Journals: h.Runs, Clock: clk, Log: h.log,
 	})
 	if every := settings.Retention.GCInterval(); every > 0 {
 		h.gc = &retention.Loop{C: h.Retention, Interval: every}

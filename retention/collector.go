@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/clock"
@@ -19,11 +15,21 @@ import (
 type Options struct {
 	Store  store.Store // required
 	Policy Policy
-	// OutputDir holds the runs' journals as <run-id>.jsonl
-	// (workspace.OutputDir); "" when journals are not files (a dry run).
-	OutputDir string
-	Clock     clock.Clock  // nil: the wall clock
-	Log       *slog.Logger // nil: discard
+	// Journals removes deleted runs' journals (a *runs.Engine, or
+	// runs.JournalDir without an engine); nil: runs have no journals to
+	// remove.
+	Journals Journals
+	Clock    clock.Clock  // nil: the wall clock
+	Log      *slog.Logger // nil: discard
+}
+
+// Journals are the run journals a collection removes with their runs.
+type Journals interface {
+	// RemoveJournal deletes run id's journal and returns the bytes it
+	// held (0 when it had none).
+	RemoveJournal(id string) (int64, error)
+	// StaleJournals lists the runs whose journal last changed before t.
+	StaleJournals(before time.Time) ([]string, error)
 }
 
 // Collector deletes the runs its policy selects.
@@ -156,21 +162,16 @@ func (c *Collector) deleteRuns(ctx context.Context, ids []string, rep *Report) (
 }
 
 func (c *Collector) removeJournal(id string, rep *Report) error {
-	if c.opts.OutputDir == "" || id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") {
+	if c.opts.Journals == nil {
 		return nil
 	}
-	p := filepath.Join(c.opts.OutputDir, id+".jsonl")
-	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	n, err := c.opts.Journals.RemoveJournal(id)
 	if err != nil {
-		return fmt.Errorf("remove journal %s: %w", p, err)
+		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove journal %s: %w", p, err)
+	if n > 0 {
+		rep.Journals++
+		rep.JournalBytes += n
 	}
-	rep.Journals++
-	rep.JournalBytes += fi.Size()
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/clock"
+	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -37,7 +38,7 @@ func setupAt(t *testing.T, p Policy, clk clock.Clock) *fixture {
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, out: out, c: NewCollector(Options{Store: st, Policy: p, OutputDir: out, Clock: clk})}
+	return &fixture{st: st, out: out, c: NewCollector(Options{Store: st, Policy: p, Journals: runs.JournalDir(out), Clock: clk})}
 }
 
 // insert creates runs from many goroutines, so the store's group commit

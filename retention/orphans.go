@@ -2,11 +2,7 @@ package retention
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/store"
@@ -22,26 +18,12 @@ const orphanAge = time.Hour
 // collection that stopped between deleting runs and their journals left.
 // With dryRun it only counts them.
 func (c *Collector) sweepOrphans(ctx context.Context, dryRun bool, rep *Report) error {
-	if c.opts.OutputDir == "" {
+	if c.opts.Journals == nil {
 		return nil
 	}
-	entries, err := os.ReadDir(c.opts.OutputDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	old, err := c.opts.Journals.StaleJournals(c.opts.Clock.Now().Add(-orphanAge))
 	if err != nil {
 		return fmt.Errorf("sweep journals: %w", err)
-	}
-	now := c.opts.Clock.Now()
-	var old []string
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
-		if !ok || !e.Type().IsRegular() {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > orphanAge {
-			old = append(old, id)
-		}
 	}
 	for _, batch := range store.Chunks(old, store.DeleteBatch) {
 		claims, err := c.opts.Store.RunClaims(ctx, batch)

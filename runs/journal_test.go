@@ -3,6 +3,7 @@ package runs
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadRecordsKeepsAnIncompleteLine(t *testing.T) {
@@ -22,5 +23,46 @@ func TestReadRecordsKeepsAnIncompleteLine(t *testing.T) {
 	}
 	if _, err := parseCursor("-1"); err == nil {
 		t.Fatal("a negative cursor was accepted")
+	}
+}
+
+// Both journal backends remove a deleted run's journal and list stale
+// ones; retention uses them rather than knowing the file layout.
+func TestJournalsRemoveAndListStale(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, j := range map[string]journals{"file": &fileJournals{dir: dir}, "memory": newMemJournals()} {
+		t.Run(name, func(t *testing.T) {
+			w, err := j.open("run_a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.write([]byte("{}\n")); err != nil {
+				t.Fatal(err)
+			}
+			w.close()
+			stale, err := j.stale(time.Now().Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "file" && (len(stale) != 1 || stale[0] != "run_a") {
+				t.Fatalf("stale = %v, want [run_a]", stale)
+			}
+			if fresh, _ := j.stale(time.Now().Add(-time.Hour)); len(fresh) != 0 {
+				t.Fatalf("journals written now listed as stale an hour ago: %v", fresh)
+			}
+			if n, err := j.remove("run_a"); err != nil || n != 3 {
+				t.Fatalf("remove = %d, %v; want 3 bytes", n, err)
+			}
+			if n, err := j.size("run_a"); err != nil || n != 0 {
+				t.Fatalf("size after remove = %d, %v", n, err)
+			}
+			if n, err := j.remove("run_a"); err != nil || n != 0 {
+				t.Fatalf("second remove = %d, %v; want 0, nil", n, err)
+			}
+		})
+	}
+	if _, err := JournalDir(dir).RemoveJournal("../escape"); err == nil {
+		t.Fatal("JournalDir removed a journal for a hostile id")
 	}
 }

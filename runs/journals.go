@@ -8,8 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/ids"
 )
 
 // journals stores run journals: files under the state dir, or memory for
@@ -22,6 +26,11 @@ type journals interface {
 	reader(id string, off int64) (io.ReadCloser, error)
 	// size is the journal's current length (0 when missing).
 	size(id string) (int64, error)
+	// remove deletes the journal and returns the bytes it held (0 when
+	// missing).
+	remove(id string) (int64, error)
+	// stale lists the runs whose journal last changed before t.
+	stale(before time.Time) ([]string, error)
 }
 
 type journalFile interface {
@@ -38,7 +47,10 @@ type fileJournals struct {
 
 // path is run id's journal file. The engine validates run ids where they
 // come in (its exported methods), once; ids from the store were.
-func (j *fileJournals) path(id string) string { return filepath.Join(j.dir, id+".jsonl") }
+func (j *fileJournals) path(id string) string { return filepath.Join(j.dir, id+journalExt) }
+
+// journalExt ends a journal file's name: output/<run-id>.jsonl.
+const journalExt = ".jsonl"
 
 func (j *fileJournals) open(id string) (journalFile, error) {
 	p := j.path(id)
@@ -102,6 +114,60 @@ func (j *fileJournals) size(id string) (int64, error) {
 	return fi.Size(), nil
 }
 
+func (j *fileJournals) remove(id string) (int64, error) {
+	p := j.path(id)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err == nil {
+		err = os.Remove(p)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("remove journal %s: %w", p, err)
+	}
+	return fi.Size(), nil
+}
+
+func (j *fileJournals) stale(before time.Time) ([]string, error) {
+	entries, err := os.ReadDir(j.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list journals: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), journalExt)
+		if !ok || !e.Type().IsRegular() || ids.Validate("run id", id) != nil {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(before) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// JournalDir is a workspace's journal folder (workspace.OutputDir) for a
+// caller without an engine, such as a read-only gc; Engine has the same
+// methods.
+type JournalDir string
+
+// RemoveJournal deletes run id's journal file and returns its size.
+func (d JournalDir) RemoveJournal(id string) (int64, error) {
+	if err := ids.Validate("run id", id); err != nil {
+		return 0, err
+	}
+	return (&fileJournals{dir: string(d)}).remove(id)
+}
+
+// StaleJournals lists the runs whose journal file last changed before t.
+func (d JournalDir) StaleJournals(before time.Time) ([]string, error) {
+	return (&fileJournals{dir: string(d)}).stale(before)
+}
+
 // memJournals keeps journals in memory.
 type memJournals struct {
 	mu   sync.Mutex
@@ -148,3 +214,15 @@ func (m *memJournals) size(id string) (int64, error) {
 	defer m.mu.Unlock()
 	return int64(len(m.data[id])), nil
 }
+
+func (m *memJournals) remove(id string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.data[id])
+	delete(m.data, id)
+	return int64(n), nil
+}
+
+// stale is empty: memory journals go with their process, and with their
+// runs through remove.
+func (m *memJournals) stale(time.Time) ([]string, error) { return nil, nil }

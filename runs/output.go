@@ -76,6 +76,19 @@ func pageLimit(n int) int {
 	return min(n, 10000)
 }
 
+// RemoveJournal deletes run id's journal, once its run is deleted, and
+// returns the bytes it held (0 when it had none).
+func (e *Engine) RemoveJournal(id string) (int64, error) {
+	if err := ids.Validate("run id", id); err != nil {
+		return 0, err
+	}
+	return e.journals.remove(id)
+}
+
+// StaleJournals lists the runs whose journal last changed before t: what
+// retention checks for journals left without a run.
+func (e *Engine) StaleJournals(before time.Time) ([]string, error) { return e.journals.stale(before) }
+
 // OutputSize returns the length of run id's journal, which is the cursor
 // at its end: a follower that polls compares it to notice new output. A
 // journal kept with the run (see the package doc) is counted too; 0 when

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/retention"
+	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
@@ -70,7 +71,7 @@ func (e *env) gcDryRun(ctx context.Context) (retention.Report, error) {
 		return retention.Report{}, err
 	}
 	defer st.Close()
-	c := retention.NewCollector(retention.Options{Store: st, Policy: settings.Retention.Policy(), OutputDir: ws.OutputDir(), Log: e.log})
+	c := retention.NewCollector(retention.Options{Store: st, Policy: settings.Retention.Policy(), Journals: runs.JournalDir(ws.OutputDir()), Log: e.log})
 	return c.Collect(ctx, true)
 }
 
