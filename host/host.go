@@ -51,6 +51,10 @@ type Config struct {
 	// no state yet gets an empty memory store, so read-only commands leave
 	// the state root as they found it.
 	Write bool
+	// ReadOnly opens the workspace's database read-only (gc --dry-run
+	// reports on the real state and writes nothing); a workspace with no
+	// state gets the memory store. DryRun wins over it.
+	ReadOnly bool
 
 	Clock  clock.Clock  // nil: the wall clock
 	Logger *slog.Logger // nil: discard
@@ -188,11 +192,19 @@ func (h *Host) openStore(ctx context.Context, cfg Config, now time.Time) error {
 		h.Store = memory.New()
 		return nil
 	}
-	if !cfg.Write {
+	if !cfg.Write || cfg.ReadOnly {
 		if _, err := os.Stat(ws.DBPath()); err != nil {
 			h.Store = memory.New()
 			return nil
 		}
+	}
+	if cfg.ReadOnly {
+		st, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		h.Store = st
+		return nil
 	}
 	if err := ws.Prepare(); err != nil {
 		return err

@@ -3,15 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/retention"
-	"github.com/cairnhq/cairn/runs"
-	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 func (e *env) gcCommand() *cobra.Command {
@@ -51,28 +48,20 @@ With --dry-run, list what would be deleted and change nothing.`,
 	}
 }
 
-// gcDryRun collects with dryRun on the workspace's database opened read
+// gcDryRun collects with dryRun over the workspace's database opened read
 // only: the global --dry-run means that nothing is written, and a memory
 // store would have nothing to report.
 func (e *env) gcDryRun(ctx context.Context) (retention.Report, error) {
-	ws, err := e.workspace()
+	h, err := e.open(ctx, false, func(c *host.Config) { c.DryRun, c.ReadOnly = false, true })
 	if err != nil {
 		return retention.Report{}, err
 	}
-	settings, err := host.LoadSettings(ws)
-	if err != nil {
-		return retention.Report{}, err
+	defer h.Close()
+	rep, err := h.Retention.Collect(ctx, true)
+	if rep.Deleted == nil {
+		rep.Deleted = []string{}
 	}
-	if _, err := os.Lstat(ws.DBPath()); err != nil {
-		return retention.Report{DryRun: true, Deleted: []string{}}, nil // no state yet: nothing to delete
-	}
-	st, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{ReadOnly: true})
-	if err != nil {
-		return retention.Report{}, err
-	}
-	defer st.Close()
-	c := retention.NewCollector(retention.Options{Store: st, Policy: settings.Retention.Policy(), Journals: runs.JournalDir(ws.OutputDir()), Log: e.log})
-	return c.Collect(ctx, true)
+	return rep, err
 }
 
 func (e *env) printReport(rep retention.Report) {
