@@ -156,6 +156,11 @@ type FireParams struct {
 	// Expect, when set, makes the fire conditional on the automation being
 	// as the caller saw it when it prepared the fire (see FireExpect).
 	Expect *FireExpect
+	// Lease, when set, fences the fire: it is refused with a
+	// *LeaseLostError, and nothing is written, unless that holding of the
+	// lease is still current (checked in the fire's transaction). FireMany
+	// refuses the whole operation then.
+	Lease *LeaseFence
 }
 
 // FireExpect is what a fire prepared ahead of its slot assumed: a
@@ -213,6 +218,8 @@ type RecordParams struct {
 	ClearPending      bool
 	// Error sets LastError ("-" clears it).
 	Error string
+	// Lease, when set, fences the record as FireParams.Lease fences a fire.
+	Lease *LeaseFence
 }
 
 // RunFinish is a settled run as an automation records it.

@@ -119,6 +119,9 @@ func (s *Store) DeleteAutomation(ctx context.Context, id string, expected int64)
 func (s *Store) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
 	var res store.FireResult
 	err := s.write(ctx, "automation.fire", func() error {
+		if err := s.checkFences(p.Lease); err != nil {
+			return err
+		}
 		var err error
 		res, err = s.fire(p)
 		return err
@@ -135,6 +138,11 @@ func (s *Store) FireMany(ctx context.Context, ps []store.FireParams) ([]store.Fi
 		return out, nil
 	}
 	err := s.write(ctx, "automation.fire_many", func() error {
+		for _, p := range ps {
+			if err := s.checkFences(p.Lease); err != nil {
+				return err
+			}
+		}
 		for i, p := range ps {
 			out[i].Result, out[i].Err = s.fire(p)
 		}
@@ -208,6 +216,9 @@ func (s *Store) fire(p store.FireParams) (store.FireResult, error) {
 func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*store.Automation, error) {
 	var out *store.Automation
 	err := s.write(ctx, "automation.record", func() error {
+		if err := s.checkFences(p.Lease); err != nil {
+			return err
+		}
 		a, ok := s.autos.byID[p.AutomationID]
 		if !ok {
 			return &store.NotFoundError{Kind: "automation", ID: p.AutomationID}

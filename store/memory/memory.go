@@ -22,6 +22,7 @@ type Store struct {
 	runs     runsData
 	autos    automationsData
 	sessions sessionsData
+	leases   map[string]store.Lease // by name; see leases.go
 }
 
 // New returns an empty store.

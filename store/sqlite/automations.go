@@ -167,6 +167,9 @@ func (s *Store) DeleteAutomation(ctx context.Context, id string, expected int64)
 func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*store.Automation, error) {
 	var out *store.Automation
 	err := s.write(ctx, "automation.record", func(tx *sql.Tx) error {
+		if err := s.checkFences(ctx, tx, p.Lease); err != nil {
+			return err
+		}
 		a, err := s.txGetAutomation(ctx, tx, p.AutomationID)
 		if err != nil {
 			return err

@@ -30,6 +30,9 @@ var (
 func (s *Store) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
 	var res store.FireResult
 	err := s.write(ctx, "automation.fire", func(tx *sql.Tx) error {
+		if err := s.checkFences(ctx, tx, p.Lease); err != nil {
+			return err
+		}
 		out, err := s.fireAll(ctx, tx, []store.FireParams{p})
 		if err != nil {
 			return err
@@ -51,6 +54,13 @@ func (s *Store) FireMany(ctx context.Context, ps []store.FireParams) ([]store.Fi
 	}
 	var out []store.FireOutcome
 	err := s.write(ctx, "automation.fire_many", func(tx *sql.Tx) error {
+		fences := make([]*store.LeaseFence, len(ps))
+		for i, p := range ps {
+			fences[i] = p.Lease
+		}
+		if err := s.checkFences(ctx, tx, fences...); err != nil {
+			return err
+		}
 		var err error
 		out, err = s.fireAll(ctx, tx, ps)
 		return err
