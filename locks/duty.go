@@ -124,7 +124,9 @@ func (d *Duty) TryTake(ctx context.Context) (*Holding, error) {
 		return nil, errors.Join(fmt.Errorf("take duty %s: %w", d.cfg.Name, err), uerr)
 	}
 	h.lease, h.renewedAt = l, now
-	go h.renewLoop()
+	// The timer is made here, not in the goroutine, so that the first
+	// renewal is due Renew after the take whatever the scheduling.
+	go h.renewLoop(d.cfg.Clock.NewTimer(d.cfg.Renew))
 	return h, nil
 }
 
@@ -263,9 +265,8 @@ func (h *Holding) loseLocked(err error) {
 	}
 }
 
-func (h *Holding) renewLoop() {
+func (h *Holding) renewLoop(t clock.Timer) {
 	defer close(h.done)
-	t := h.d.cfg.Clock.NewTimer(h.d.cfg.Renew)
 	defer t.Stop()
 	for {
 		select {
