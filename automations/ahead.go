@@ -172,7 +172,7 @@ func (s *Scheduler) fireArmed(ctx context.Context) {
 	if len(ps) == 0 {
 		return
 	}
-	outs, err := s.cfg.Store.FireMany(ctx, ps)
+	outs, err := s.storeFireMany(ctx, ps)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("fire prepared slot", "slot", armed.at, "fires", len(ps), "err", err)

@@ -214,8 +214,8 @@ func TestLeaderFiresPreparedSlotOnItsTimer(t *testing.T) {
 	slot := t0.Add(time.Minute)
 	sg.next(t, "the leader leads")
 	sg.next(t, "the first tick")
-	if got := e.clock.Timers(); got != 2 {
-		t.Fatalf("%d timers after the first tick, want the wake and check timers", got)
+	if got := e.clock.Timers(); got != 3 {
+		t.Fatalf("%d timers after the first tick, want the wake, check and lease renewal timers", got)
 	}
 	e.clock.Set(slot.Add(-e.sched.cfg.Ahead))
 	sg.next(t, "the tick Ahead of the slot")

@@ -85,7 +85,7 @@ func (s *Scheduler) fire(ctx context.Context, a *store.Automation, p store.FireP
 	// The actual time is when the fire is handed to the store, so a lag
 	// includes waiting behind other fires of the same pass.
 	p.AutomationID, p.Run, p.Actual = a.ID, run, s.cfg.Clock.Now()
-	res, err := s.cfg.Store.Fire(ctx, p)
+	res, err := s.storeFire(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -104,21 +104,21 @@ func (s *Scheduler) watchFor(automationID, runID string) {
 }
 
 func (s *Scheduler) recordError(ctx context.Context, a *store.Automation, err error) {
-	if errors.Is(err, store.ErrPaused) || ctx.Err() != nil {
+	if errors.Is(err, store.ErrPaused) || errors.Is(err, store.ErrLeaseLost) || ctx.Err() != nil {
 		return
 	}
 	s.log.Warn("automation", "key", a.Key, "err", err)
 	if a.State.LastError == err.Error() {
 		return
 	}
-	if _, rerr := s.cfg.Store.RecordAutomation(ctx, store.RecordParams{AutomationID: a.ID, Error: err.Error()}); rerr != nil {
+	if _, rerr := s.storeRecord(ctx, store.RecordParams{AutomationID: a.ID, Error: err.Error()}); rerr != nil {
 		s.log.Warn("record automation error", "automation", a.Key, "err", rerr)
 	}
 }
 
 func (s *Scheduler) record(ctx context.Context, a *store.Automation, p store.RecordParams) {
 	p.AutomationID = a.ID
-	if _, err := s.cfg.Store.RecordAutomation(ctx, p); err != nil && ctx.Err() == nil {
+	if _, err := s.storeRecord(ctx, p); err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrLeaseLost) {
 		s.log.Warn("record automation", "automation", a.Key, "err", err)
 	}
 }

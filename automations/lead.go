@@ -10,12 +10,26 @@ import (
 	"maps"
 	"time"
 
+	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 )
 
-// lead runs the scheduling loop while this process holds the lock, until
-// ctx ends.
-func (s *Scheduler) lead(ctx context.Context) {
+// lead runs the scheduling loop while this process holds the duty h,
+// until ctx ends or the lease is lost. Before each tick it makes sure its
+// lease is current: a leader that was stopped for longer than the lease
+// renews it first, and stops leading when a peer took it over meanwhile.
+func (s *Scheduler) lead(ctx context.Context, h *locks.Holding) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-h.Lost():
+			cancel(h.Err())
+		case <-ctx.Done():
+		}
+	}()
+	s.holding.Store(h)
+	defer s.holding.Store(nil)
 	s.leading.Store(true)
 	defer s.leading.Store(false)
 	defer s.polls.Wait()
@@ -41,6 +55,16 @@ func (s *Scheduler) lead(ctx context.Context) {
 			check.Reset(s.cfg.Check)
 			if !s.armedDue() && !s.changed(ctx) {
 				continue
+			}
+		}
+		if !h.Current() {
+			// Lost: ctx ends. Otherwise the writes of the tick are
+			// fenced anyway, and the renewals go on.
+			if err := h.Renew(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("renew the scheduler lease", "err", err)
+			}
+			if h.Err() != nil || ctx.Err() != nil {
+				return
 			}
 		}
 		at := s.tick(ctx)

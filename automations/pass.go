@@ -125,7 +125,7 @@ func (s *Scheduler) watchRun(ctx context.Context, a *store.Automation) *store.Au
 		s.watchFor(a.ID, runID)
 		return a
 	}
-	b, err := s.cfg.Store.RecordAutomation(ctx, store.RecordParams{AutomationID: a.ID, Finished: fin})
+	b, err := s.storeRecord(ctx, store.RecordParams{AutomationID: a.ID, Finished: fin})
 	if err != nil {
 		s.log.Warn("record run finish", "automation", a.Key, "run", runID, "err", err)
 		return a
@@ -142,7 +142,7 @@ func (s *Scheduler) release(ctx context.Context, a *store.Automation, now time.T
 		s.recordError(ctx, a, err)
 		return a
 	}
-	if _, err := s.cfg.Store.Fire(ctx, store.FireParams{AutomationID: a.ID, Nominal: nominal, Actual: now, Run: run, Release: true}); err != nil {
+	if _, err := s.storeFire(ctx, store.FireParams{AutomationID: a.ID, Nominal: nominal, Actual: now, Run: run, Release: true}); err != nil {
 		s.log.Warn("release buffered fire", "automation", a.Key, "err", err)
 		return a
 	}

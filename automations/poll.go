@@ -91,7 +91,7 @@ func (s *Scheduler) poll(ctx context.Context, a *store.Automation) {
 			nominal = st.Cursor.Truncate(time.Second).Add(time.Second)
 		}
 		old := st.Observation
-		b, err := s.cfg.Store.RecordAutomation(ctx, store.RecordParams{
+		b, err := s.storeRecord(ctx, store.RecordParams{
 			AutomationID:      cur.ID,
 			ExpectObservation: &old,
 			Pending:           &store.PendingLaunch{Nominal: nominal, Observation: seen, Since: now},

@@ -46,6 +46,11 @@ type Config struct {
 	// LockRetry is how often a follower tries locks/scheduler (default
 	// 500ms): a dead leader is replaced within about that long.
 	LockRetry time.Duration
+	// Lease is the length of the scheduler's lease (default
+	// locks.DefaultLease, renewed every fifth of it): a leader that stops
+	// making progress (SIGSTOP, Ctrl-Z) is replaced within about
+	// Lease+LockRetry of its last renewal, though it keeps the lock.
+	Lease time.Duration
 	// Check is how often the leader looks for changes it was not told
 	// about (other processes' edits, workflow files, settled runs);
 	// default 1s.
@@ -65,8 +70,10 @@ type Config struct {
 }
 
 // Scheduler fires automations. Every process may run one; the one holding
-// locks/scheduler leads and fires, the others try the lock every LockRetry.
-// A fire is a unique (automation, nominal time) row inserted in the
+// the scheduler duty (locks/scheduler and its lease, see locks.Duty) leads
+// and fires, the others try it every LockRetry. Its fires and records are
+// fenced by the lease, so a leader that lost it while stopped cannot
+// write with it; it stops leading and follows again. A fire is a unique (automation, nominal time) row inserted in the
 // transaction that queues its run, so even two leaders could never fire a
 // slot twice: the lock only decides who tries.
 //
@@ -81,6 +88,8 @@ type Scheduler struct {
 	notify   chan struct{}
 	pollDone chan struct{}
 	leading  atomic.Bool
+	duty     *locks.Duty
+	holding  atomic.Pointer[locks.Holding] // the duty while leading
 
 	mu       sync.Mutex // guards the fields below
 	cancel   context.CancelCauseFunc
@@ -146,6 +155,7 @@ func New(cfg Config) *Scheduler {
 	return &Scheduler{
 		cfg:      cfg,
 		log:      cfg.Log,
+		duty:     locks.NewDuty(locks.DutyConfig{Dir: cfg.LocksDir, Name: "scheduler", Leases: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease}),
 		dig:      newDigester(cfg.Workspace, cfg.HTTPClient),
 		notify:   make(chan struct{}, 1),
 		pollDone: make(chan struct{}, 1),
@@ -197,17 +207,20 @@ func (s *Scheduler) Notify() {
 	}
 }
 
-// Leading reports whether this scheduler holds locks/scheduler now.
+// Leading reports whether this scheduler holds the scheduler duty now.
 func (s *Scheduler) Leading() bool { return s.leading.Load() }
 
 func (s *Scheduler) run(ctx context.Context) {
 	defer close(s.done)
 	for {
-		l, err := locks.TryLock(s.cfg.LocksDir, "scheduler")
+		h, err := s.duty.TryTake(ctx)
 		switch {
 		case err == nil:
-			s.lead(ctx)
-			if err := l.Unlock(); err != nil {
+			s.lead(ctx, h)
+			if err := h.Err(); err != nil {
+				s.log.Warn("scheduler lost its lease; following again", "err", err)
+			}
+			if err := h.Release(); err != nil {
 				s.log.Warn("release the scheduler lock", "err", err)
 			}
 		case !errors.Is(err, locks.ErrHeld):
