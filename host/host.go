@@ -25,6 +25,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/clock"
+	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/retention"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/sessions"
@@ -68,6 +69,10 @@ type Config struct {
 	// OnRunChange is called after a run or its journal changed (see
 	// runs.Options.OnChange).
 	OnRunChange func(runID string)
+	// DutyLease is the lease length of the scheduler and worker duties
+	// (see locks.Duty); zero: locks.DefaultLease. Not a config key: tests
+	// shorten it.
+	DutyLease time.Duration
 }
 
 // Host is the running system of one workspace. Its fields are ready after
@@ -80,6 +85,7 @@ type Host struct {
 	Targets     *automations.WorkflowTargets
 	Automations *automations.Service
 	Scheduler   *automations.Scheduler
+	Worker      *locks.Duty // the worker duty (locks/worker, its lease): mcp-host worker takes it
 	Sessions    *sessions.Manager
 	// Retention deletes runs past retention: by hand (mcp-host gc, runs
 	// delete) and, between Start and Stop, every retention.interval.
@@ -167,8 +173,9 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets()}
 	h.Scheduler = automations.New(automations.Config{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
-		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
+		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard, Lease: cfg.DutyLease,
 	})
+	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk, Lease: cfg.DutyLease})
 	h.Automations = &automations.Service{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Clock: clk, Notify: h.Scheduler.Notify,
 	}

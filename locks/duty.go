@@ -286,8 +286,11 @@ func (h *Holding) renewLoop(t clock.Timer) {
 
 // Release ends the holding: the renewals stop, the lease is released (so
 // the next peer need not wait for it to expire) and the lock file
-// unlocked. It is idempotent.
+// unlocked. It is idempotent, and a no-op on a nil Holding.
 func (h *Holding) Release() error {
+	if h == nil {
+		return nil
+	}
 	h.release.Do(func() {
 		close(h.stop)
 		<-h.done

@@ -140,3 +140,28 @@ func (r record) gone() bool {
 	}
 	return ticks != r.StartTicks
 }
+
+// Stopped reports whether process pid is stopped by a signal (SIGSTOP,
+// Ctrl-Z's SIGTSTP) or a tracer: alive, but making no progress. It is
+// false when it cannot tell (no /proc).
+func Stopped(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	state, err := parseState(b)
+	return err == nil && (state == 'T' || state == 't')
+}
+
+// parseState extracts field 3 (the state letter) from a /proc/<pid>/stat
+// line, counting from the last ')' as parseStartTicks does.
+func parseState(stat []byte) (byte, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0, errors.New("parse process stat: no state")
+	}
+	return stat[i+2], nil
+}

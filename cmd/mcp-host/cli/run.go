@@ -97,7 +97,7 @@ workspace's state folder).`,
 
 // detached prints a queued run and makes sure a worker will run it.
 func (e *env) detached(re *host.Host, r *runs.Run) error {
-	pid, err := startWorker(e, re.Workspace)
+	pid, err := startWorker(e, re)
 	if err != nil {
 		fmt.Fprintf(e.stdio.Err, "mcp-host: run %s is queued but no worker could be started (%v); start one with: mcp-host worker\n", r.ID, err)
 	} else if pid > 0 {

@@ -14,10 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/host"
-	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/mcp"
 	"github.com/cairnhq/cairn/mcp/transport"
-	"github.com/cairnhq/cairn/workspace"
 )
 
 // serveOptions are serve's flags.
@@ -196,7 +194,7 @@ func (h *mcpHost) handOff(e *env) {
 	if !busy {
 		return
 	}
-	pid, err := startWorker(e, h.Workspace)
+	pid, err := startWorker(e, h.Host)
 	switch {
 	case err != nil:
 		fmt.Fprintf(e.stdio.Err, "mcp-host: runs are still going and no worker could be started (%v); any mcp-host process for this workspace will resume them\n", err)
@@ -218,12 +216,14 @@ func (h *mcpHost) close(e *env) {
 }
 
 // startWorker starts a background `mcp-host worker` for the workspace
-// unless one holds locks/worker already (then it returns pid 0). The
+// unless one does the worker duty already (then it returns pid 0; see
+// workerRuns). The
 // worker runs in its own session, detached from serve's client, with
 // stdin from /dev/null and its output appended to the workspace's
 // worker.log.
-func startWorker(e *env, ws *workspace.Workspace) (int, error) {
-	if _, held, err := locks.Describe(ws.LocksDir(), "worker"); err == nil && held {
+func startWorker(e *env, h *host.Host) (int, error) {
+	ws := h.Workspace
+	if workerRuns(h) {
 		return 0, nil
 	}
 	exe, err := os.Executable()

@@ -22,6 +22,10 @@ type lockStatus struct {
 	PID     int       `json:"pid,omitempty"`
 	Since   time.Time `json:"since,omitzero"`
 	Holder  string    `json:"holder"` // "pid N since T" or "not running"
+	// StalledPID holds the duty (its lock or lease) without making
+	// progress since Progress (zero: unknown); see locks.DescribeDuty.
+	StalledPID int       `json:"stalled_pid,omitempty"`
+	Progress   time.Time `json:"progress,omitzero"`
 }
 
 type workspaceStatus struct {
@@ -126,6 +130,35 @@ func describeLock(dir, name string) lockStatus {
 	return lockStatus{Running: true, PID: h.PID, Since: h.Since, Holder: h.String()}
 }
 
+// describeDuty is lockStatus with what the duty's lease tells: who does
+// it when a peer took it over, and whether its holder makes progress. It
+// returns ls (the lock file alone) when the lease cannot be read.
+func describeDuty(ctx context.Context, dir, name string, leases store.LeaseStore, ls lockStatus) lockStatus {
+	d, err := locks.DescribeDuty(ctx, dir, name, leases, time.Now())
+	if err != nil || d.Doer == 0 || (d.StalledPID == 0 && d.Locked && d.Lock.PID == d.Doer) {
+		return ls
+	}
+	out := lockStatus{Running: true, PID: d.Doer, StalledPID: d.StalledPID, Progress: d.Progress}
+	since := "since " + d.Progress.Local().Format(time.DateTime)
+	if d.Progress.IsZero() {
+		since = "for a while"
+	}
+	switch {
+	case d.StalledPID == d.Doer:
+		out.Since = d.Lock.Since
+		out.Holder = fmt.Sprintf("pid %d holds the %s lock but has not made progress %s", d.Doer, name, since)
+	case d.Lease != nil && d.Lease.PID == d.Doer:
+		out.Since = d.Lease.Since
+		out.Holder = fmt.Sprintf("pid %d since %s", d.Doer, d.Lease.Since.UTC().Format(time.RFC3339))
+		if d.StalledPID != 0 {
+			out.Holder += fmt.Sprintf(" (took over: pid %d holds the %s lock but has not made progress)", d.StalledPID, name)
+		}
+	default:
+		return ls
+	}
+	return out
+}
+
 // readStore fills st's counts and schedules from a workspace's database,
 // opened read-only.
 func readStore(ctx context.Context, p string, st *workspaceStatus) error {
@@ -138,6 +171,9 @@ func readStore(ctx context.Context, p string, st *workspaceStatus) error {
 		return err
 	}
 	defer s.Close()
+	locksDir := filepath.Join(filepath.Dir(p), "locks")
+	st.Scheduler = describeDuty(ctx, locksDir, "scheduler", s, st.Scheduler)
+	st.Worker = describeDuty(ctx, locksDir, "worker", s, st.Worker)
 	if st.Counts, err = s.Counts(ctx); err != nil {
 		return err
 	}

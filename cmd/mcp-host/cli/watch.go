@@ -72,7 +72,7 @@ func (e *env) answerCommand() *cobra.Command {
 				// The run is runnable again: a worker resumes it unless a peer
 				// (the attached `run` that launched it, a serve) does first.
 				if _, inMemory := re.Store.(*memory.Store); !inMemory && !e.dryRun {
-					if _, err := startWorker(e, re.Workspace); err != nil {
+					if _, err := startWorker(e, re); err != nil {
 						fmt.Fprintf(e.stdio.Err, "mcp-host: no worker could be started (%v); the run resumes in the next mcp-host for this workspace (mcp-host worker)\n", err)
 					}
 				}

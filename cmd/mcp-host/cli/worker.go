@@ -20,11 +20,14 @@ func (e *env) workerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a headless peer: execute and adopt this workspace's runs and fire its automations until signalled or idle",
-		Long: `Run a headless peer for the workspace: it holds locks/worker, executes
-queued runs, resumes runs whose process died and runs whose question was
+		Long: `Run a headless peer for the workspace: it holds the worker duty
+(locks/worker and a lease it renews every second), executes queued runs, resumes runs whose process died and runs whose question was
 answered, and wakes runs whose durable sleep ended; it also fires the
 workspace's automations whenever it holds locks/scheduler. At most one worker
-runs per workspace; a second one exits at once.
+runs per workspace; a second one exits at once, or, when the worker holding
+the duty has stopped making progress (SIGSTOP, Ctrl-Z), takes the duty over
+once its lease expires (5 s); the stopped worker, when it runs again, finds
+its lease lost and exits.
 
 It stops on SIGINT or SIGTERM: a step still in flight a second later is
 stopped (SIGTERM to its process group, SIGKILL 5 seconds later) and its run
@@ -56,7 +59,7 @@ user unit or launchd to keep one up.`,
 					return n > 0, err
 				}},
 			}
-			return e.runWorker(ctx, re.Workspace, idle, parts)
+			return e.runWorker(ctx, re.Workspace, re.Worker, idle, parts)
 		},
 	}
 	cmd.Flags().DurationVar(&idle, "idle", 60*time.Second, "exit after this long without work (0: never)")
@@ -80,11 +83,21 @@ type peerPart struct {
 	Busy  func(ctx context.Context) (bool, error)
 }
 
-// runWorker holds locks/worker and runs parts until ctx ends or, with
+// workerRuns reports whether a worker does the workspace's worker duty and
+// makes progress. A worker that holds it but is stopped (SIGSTOP, Ctrl-Z)
+// or let its lease expire does not count: a new one is started, and takes
+// the duty over once the lease expires.
+func workerRuns(h *host.Host) bool {
+	d, err := locks.DescribeDuty(context.Background(), h.Workspace.LocksDir(), "worker", h.Store, time.Now())
+	return err == nil && d.Done()
+}
+
+// runWorker holds the worker duty and runs parts until ctx ends, the duty
+// is taken over (this process was stopped longer than the lease), or, with
 // idle > 0, none of them has been busy for idle. A second worker for the
-// same workspace returns nil at once.
-func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, idle time.Duration, parts []peerPart) error {
-	lock, err := locks.TryLock(ws.LocksDir(), "worker")
+// same workspace returns nil once it sees the first one make progress.
+func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, duty *locks.Duty, idle time.Duration, parts []peerPart) error {
+	held, err := duty.TakeOrWatch(ctx)
 	if errors.Is(err, locks.ErrHeld) {
 		fmt.Fprintf(e.stdio.Err, "mcp-host: a worker already runs for %s (%v)\n", ws.Root, err)
 		return nil
@@ -92,7 +105,7 @@ func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, idle time.
 	if err != nil {
 		return err
 	}
-	defer func() { lock.Unlock() }()
+	defer func() { held.Release() }()
 	for _, p := range parts {
 		defer p.Stop()
 		if err := p.Start(ctx); err != nil {
@@ -128,6 +141,9 @@ func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, idle time.
 		case <-ctx.Done():
 			e.log.Info("worker stopping", "pid", os.Getpid())
 			return nil
+		case <-held.Lost():
+			e.log.Warn("worker duty taken over by another worker while this one made no progress; exiting", "pid", os.Getpid(), "err", held.Err())
+			return nil
 		case <-t.C:
 		}
 		if idle <= 0 {
@@ -140,17 +156,17 @@ func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, idle time.
 		if time.Since(lastBusy) < idle {
 			continue
 		}
-		// Idle: let go of locks/worker first, then look once more, so
-		// work queued by someone who saw the lock still held is not left
-		// without a worker.
-		if err := lock.Unlock(); err != nil {
+		// Idle: let go of the duty first, then look once more, so work
+		// queued by someone who saw it still held is not left without a
+		// worker.
+		if err := held.Release(); err != nil {
 			return err
 		}
 		if !busy() {
 			e.log.Info("worker idle; exiting", "pid", os.Getpid(), "idle", idle)
 			return nil
 		}
-		if lock, err = locks.TryLock(ws.LocksDir(), "worker"); err != nil {
+		if held, err = duty.TryTake(ctx); err != nil {
 			return nil // another worker took over
 		}
 		lastBusy = time.Now()
