@@ -117,9 +117,10 @@ type Scheduler struct {
 
 // Events a Scheduler's test hook is told.
 const (
-	eventLead = "lead" // it took the lead and synced the workflow files
-	eventTick = "tick" // it finished a tick and set its wake timer
-	eventPoll = "poll" // a monitor poll finished
+	eventLead   = "lead"   // it took the lead and synced the workflow files
+	eventTick   = "tick"   // it finished a tick and set its wake timer
+	eventPoll   = "poll"   // a monitor poll finished
+	eventFollow = "follow" // it stopped leading and released the duty
 )
 
 // ErrStopped is the cause of a scheduler's context after Stop.
@@ -223,6 +224,7 @@ func (s *Scheduler) run(ctx context.Context) {
 			if err := h.Release(); err != nil {
 				s.log.Warn("release the scheduler lock", "err", err)
 			}
+			s.signal(eventFollow)
 		case !errors.Is(err, locks.ErrHeld):
 			s.log.Warn("take the scheduler lock", "err", err)
 		}
