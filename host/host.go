@@ -69,10 +69,6 @@ type Config struct {
 	// OnRunChange is called after a run or its journal changed (see
 	// runs.Options.OnChange).
 	OnRunChange func(runID string)
-	// DutyLease is the lease length of the scheduler and worker duties
-	// (see locks.Duty); zero: locks.DefaultLease. Not a config key: tests
-	// shorten it.
-	DutyLease time.Duration
 }
 
 // Host is the running system of one workspace. Its fields are ready after
@@ -173,9 +169,9 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets()}
 	h.Scheduler = automations.New(automations.Config{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
-		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard, Lease: cfg.DutyLease,
+		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
 	})
-	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk, Lease: cfg.DutyLease})
+	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk})
 	h.Automations = &automations.Service{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Clock: clk, Notify: h.Scheduler.Notify,
 	}
