@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,29 +18,17 @@ import (
 // Liveness: a peer that holds a duty but is stopped (SIGSTOP, as Ctrl-Z
 // does) loses it to a live peer once its lease (the default 5 s) expires.
 
-// syncBuffer is a bytes.Buffer safe for a child's stderr and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // peer is an mcp-host child process of this workspace (the test binary
-// standing in for mcp-host) with its stderr (logs at info).
+// standing in for mcp-host) with its stderr (logs at info) in a file.
 type peer struct {
 	*reexec.Child
-	stderr *syncBuffer
+	logPath string
+}
+
+// log returns what the peer wrote to its stderr so far.
+func (p *peer) log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
 }
 
 func (p *peer) pid() int { return p.Cmd.Process.Pid }
@@ -57,10 +44,14 @@ func (p *peer) signal(t *testing.T, sig syscall.Signal) {
 // open (serve serves it) until the test ends, when it is killed.
 func (c *cliWS) startPeer(args ...string) *peer {
 	c.t.Helper()
-	errb := &syncBuffer{}
+	f, err := os.CreateTemp(c.t.TempDir(), "peer-*.log")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer f.Close() // the child has its own descriptor
 	args = append([]string{"--state", c.state, "--workspace", c.root, "--log-level", "info"}, args...)
-	ch := reexec.Start(c.t, reexec.Params{Env: []string{"CAIRN_CLI_MAIN=1"}, Args: args, Stderr: errb})
-	return &peer{Child: ch, stderr: errb}
+	ch := reexec.Start(c.t, reexec.Params{Env: []string{"CAIRN_CLI_MAIN=1"}, Args: args, Stderr: f})
+	return &peer{Child: ch, logPath: f.Name()}
 }
 
 // within polls cond every 50 ms and fails the test unless it holds
@@ -150,7 +141,7 @@ func TestStoppedSchedulerHolderIsReplaced(t *testing.T) {
 	w := c.startPeer("worker", "--idle", "0")
 	within(t, 30*time.Second, "the worker leads the scheduler", func() bool { return c.dutyDoer(st, "scheduler").Doer == w.pid() })
 	s := c.startPeer("serve")
-	within(t, 30*time.Second, "serve is up", func() bool { return strings.Contains(s.stderr.String(), "serving MCP over stdio") })
+	within(t, 30*time.Second, "serve is up", func() bool { return strings.Contains(s.log(), "serving MCP over stdio") })
 	began := time.Now()
 	within(t, 30*time.Second, "the worker fires", func() bool { return firedAfter(t, st, began) >= 2 })
 
@@ -173,7 +164,7 @@ func TestStoppedSchedulerHolderIsReplaced(t *testing.T) {
 
 	w.signal(t, syscall.SIGCONT)
 	within(t, 10*time.Second, "the woken worker notices it lost the lease", func() bool {
-		return strings.Contains(w.stderr.String(), "scheduler lost its lease")
+		return strings.Contains(w.log(), "scheduler lost its lease")
 	})
 	woke := time.Now()
 	within(t, 10*time.Second, "fires go on after the worker woke", func() bool { return firedAfter(t, st, woke) >= 2 })
@@ -232,13 +223,13 @@ func TestStoppedWorkerIsReplaced(t *testing.T) {
 	select {
 	case err := <-exited:
 		if err != nil {
-			t.Fatalf("the woken worker: %v\n%s", err, w.stderr.String())
+			t.Fatalf("the woken worker: %v\n%s", err, w.log())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the woken worker did not exit\n%s", w.stderr.String())
+		t.Fatalf("the woken worker did not exit\n%s", w.log())
 	}
-	if !strings.Contains(w.stderr.String(), "worker duty taken over") {
-		t.Fatalf("the woken worker did not say why it exits:\n%s", w.stderr.String())
+	if !strings.Contains(w.log(), "worker duty taken over") {
+		t.Fatalf("the woken worker did not say why it exits:\n%s", w.log())
 	}
 	if d := c.dutyDoer(st, "worker"); d.Doer == 0 || d.Doer == w.pid() || d.StalledPID != 0 {
 		t.Fatalf("worker duty after the old worker exited: %+v", d)
