@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,11 +84,12 @@ func (s *Store) putLease(ctx context.Context, tx *sql.Tx, l store.Lease) error {
 }
 
 // checkFences refuses, inside a write's transaction, a write fenced by a
-// lease holding that is no longer current.
+// lease holding that is no longer current. The fences of one operation
+// are nearly always one and the same: each distinct one is read once.
 func (s *Store) checkFences(ctx context.Context, tx *sql.Tx, fs ...*store.LeaseFence) error {
-	checked := map[store.LeaseFence]bool{}
+	var checked []store.LeaseFence
 	for _, f := range fs {
-		if f == nil || checked[*f] {
+		if f == nil || slices.Contains(checked, *f) {
 			continue
 		}
 		cur, err := s.txLease(ctx, tx, f.Name)
@@ -97,7 +99,7 @@ func (s *Store) checkFences(ctx context.Context, tx *sql.Tx, fs ...*store.LeaseF
 		if err := store.CheckFence(cur, f); err != nil {
 			return err
 		}
-		checked[*f] = true
+		checked = append(checked, *f)
 	}
 	return nil
 }
