@@ -69,7 +69,7 @@ func TestLeaderThatLostItsLeaseFollows(t *testing.T) {
 	}
 
 	clockA.Advance(time.Second)
-	await(t, ea, "a", eventFollow)
+	await(t, ea, "a", eventLeft)
 	if a.Leading() || !b.Leading() {
 		t.Fatalf("after a woke: a leading %v, b leading %v", a.Leading(), b.Leading())
 	}

@@ -73,9 +73,10 @@ type Config struct {
 // the scheduler duty (locks/scheduler and its lease, see locks.Duty) leads
 // and fires, the others try it every LockRetry. Its fires and records are
 // fenced by the lease, so a leader that lost it while stopped cannot
-// write with it; it stops leading and follows again. A fire is a unique (automation, nominal time) row inserted in the
-// transaction that queues its run, so even two leaders could never fire a
-// slot twice: the lock only decides who tries.
+// write with it; it stops leading and follows again. A fire is a unique
+// (automation, nominal time) row inserted in the transaction that queues
+// its run, so even two leaders could never fire a slot twice: the lock
+// only decides who tries.
 //
 // The leader keeps one timer to the earliest due time, reset after each
 // pass, and recalculates early on Notify, on a change made by another
@@ -117,10 +118,10 @@ type Scheduler struct {
 
 // Events a Scheduler's test hook is told.
 const (
-	eventLead   = "lead"   // it took the lead and synced the workflow files
-	eventTick   = "tick"   // it finished a tick and set its wake timer
-	eventPoll   = "poll"   // a monitor poll finished
-	eventFollow = "follow" // it stopped leading and released the duty
+	eventLead = "lead" // it took the lead and synced the workflow files
+	eventTick = "tick" // it finished a tick and set its wake timer
+	eventPoll = "poll" // a monitor poll finished
+	eventLeft = "left" // it left the lead and released the duty
 )
 
 // ErrStopped is the cause of a scheduler's context after Stop.
@@ -224,7 +225,7 @@ func (s *Scheduler) run(ctx context.Context) {
 			if err := h.Release(); err != nil {
 				s.log.Warn("release the scheduler lock", "err", err)
 			}
-			s.signal(eventFollow)
+			s.signal(eventLeft)
 		case !errors.Is(err, locks.ErrHeld):
 			s.log.Warn("take the scheduler lock", "err", err)
 		}

@@ -65,9 +65,6 @@ func NewDuty(cfg DutyConfig) *Duty {
 	return &Duty{cfg: cfg}
 }
 
-// Lease returns the duty's lease length.
-func (d *Duty) Lease() time.Duration { return d.cfg.Lease }
-
 // DutyHeldError says another process does the duty. It wraps ErrHeld.
 type DutyHeldError struct {
 	Name string
