@@ -21,13 +21,14 @@ func (e *env) workerCommand() *cobra.Command {
 		Use:   "worker",
 		Short: "Run a headless peer: execute and adopt this workspace's runs and fire its automations until signalled or idle",
 		Long: `Run a headless peer for the workspace: it holds the worker duty
-(locks/worker and a lease it renews every second), executes queued runs, resumes runs whose process died and runs whose question was
+(locks/worker and a lease it renews every second), executes queued runs,
+resumes runs whose process died and runs whose question was
 answered, and wakes runs whose durable sleep ended; it also fires the
 workspace's automations whenever it holds locks/scheduler. At most one worker
-runs per workspace; a second one exits at once, or, when the worker holding
-the duty has stopped making progress (SIGSTOP, Ctrl-Z), takes the duty over
-once its lease expires (5 s); the stopped worker, when it runs again, finds
-its lease lost and exits.
+runs per workspace; a second one exits once it sees the first renew its
+lease (within a second) or, when the first has stopped making progress
+(SIGSTOP, Ctrl-Z), takes the duty over once its lease expires (5 s); the
+stopped worker, when it runs again, finds its lease lost and exits.
 
 It stops on SIGINT or SIGTERM: a step still in flight a second later is
 stopped (SIGTERM to its process group, SIGKILL 5 seconds later) and its run
