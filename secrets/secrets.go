@@ -78,9 +78,12 @@ func Open(stateDir, locksDir string) *Store {
 // Path is the secrets file.
 func (s *Store) Path() string { return s.path }
 
+// file is the file's content. Values are base64 (what encoding/json does
+// with []byte), so that a grep of the state folder for a value does not
+// find it; this is not encryption: the file's mode is the protection.
 type file struct {
 	Version int               `json:"version"`
-	Secrets map[string]string `json:"secrets"`
+	Secrets map[string][]byte `json:"secrets"`
 }
 
 // read loads the file; a missing file holds no secrets.
@@ -117,10 +120,11 @@ func (s *Store) read() (map[string]string, error) {
 	if v.Version != 1 {
 		return nil, fmt.Errorf("read secrets %s: unknown version %d", s.path, v.Version)
 	}
-	if v.Secrets == nil {
-		v.Secrets = map[string]string{}
+	out := make(map[string]string, len(v.Secrets))
+	for k, b := range v.Secrets {
+		out[k] = string(b)
 	}
-	return v.Secrets, nil
+	return out, nil
 }
 
 // checkMode refuses a file others could read or change.
@@ -221,7 +225,11 @@ func (s *Store) update(ctx context.Context, change func(map[string]string) (bool
 	if err != nil || !ok {
 		return err
 	}
-	b, err := json.MarshalIndent(file{Version: 1, Secrets: all}, "", "  ")
+	enc := make(map[string][]byte, len(all))
+	for k, v := range all {
+		enc[k] = []byte(v)
+	}
+	b, err := json.MarshalIndent(file{Version: 1, Secrets: enc}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode secrets: %w", err)
 	}

@@ -81,8 +81,8 @@ type runView struct {
 
 func (env Env) view() exprEnv {
 	v := exprEnv{
-		Input:  env.Input,
-		Steps:  make(map[string]stepView, len(env.Steps)),
+		Input:   env.Input,
+		Steps:   make(map[string]stepView, len(env.Steps)),
 		Run:     runView(env.Run),
 		Secrets: env.Secrets,
 		Budget:  newExprBudget(),
