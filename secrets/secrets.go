@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"syscall"
 
@@ -237,19 +236,6 @@ func (s *Store) update(ctx context.Context, change func(map[string]string) (bool
 		return fmt.Errorf("write secrets: %w", err)
 	}
 	return nil
-}
-
-// Values returns the values among vals worth redacting, longest first (so
-// a secret that contains another is replaced whole).
-func Values(vals map[string]string) []string {
-	out := make([]string, 0, len(vals))
-	for _, v := range vals {
-		if v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
 }
 
 func shorten(s string) string {
