@@ -2,9 +2,9 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
