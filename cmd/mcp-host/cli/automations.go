@@ -344,6 +344,9 @@ func (e *env) autoTriggerCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if rep.Outcome == store.FireQueued && rep.RunID != "" {
+					e.ensureWorker(a, "run "+rep.RunID)
+				}
 				if e.json {
 					return e.printJSON(rep)
 				}
