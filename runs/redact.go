@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -21,15 +22,21 @@ type redactor struct {
 	json [][]byte // each value as it appears inside a JSON string
 }
 
-// add adds values to redact from now on.
+// add adds values to redact from now on, as they are and as error texts
+// quote them (%q).
 func (r *redactor) add(vals ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range vals {
-		if v == "" || slices.Contains(r.vals, v) {
+		if v == "" {
 			continue
 		}
-		r.vals = append(r.vals, v)
+		q := strconv.Quote(v)
+		for _, form := range []string{v, q[1 : len(q)-1]} {
+			if !slices.Contains(r.vals, form) {
+				r.vals = append(r.vals, form)
+			}
+		}
 	}
 	slices.SortFunc(r.vals, func(a, b string) int { return len(b) - len(a) })
 	r.json = r.json[:0]
