@@ -51,16 +51,22 @@ func (e *env) secretStore(write bool) (*secrets.Store, error) {
 	return secrets.Open(ws.StateDir, ws.LocksDir()), nil
 }
 
+// namedSecretStore checks a secret's name (a usage error when bad) and
+// opens the store to change it.
+func (e *env) namedSecretStore(name string) (*secrets.Store, error) {
+	if err := secrets.ValidateName(name); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return e.secretStore(true)
+}
+
 func (e *env) secretsSetCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "set NAME",
 		Short: "Set a secret: the value is read from stdin (or asked for, without echo, on a terminal)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := secrets.ValidateName(args[0]); err != nil {
-				return usagef("%v", err)
-			}
-			s, err := e.secretStore(true)
+			s, err := e.namedSecretStore(args[0])
 			if err != nil {
 				return err
 			}
@@ -138,10 +144,7 @@ func (e *env) secretsDeleteCommand() *cobra.Command {
 		Short: "Delete a secret",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := secrets.ValidateName(args[0]); err != nil {
-				return usagef("%v", err)
-			}
-			s, err := e.secretStore(true)
+			s, err := e.namedSecretStore(args[0])
 			if err != nil {
 				return err
 			}

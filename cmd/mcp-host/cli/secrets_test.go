@@ -139,3 +139,43 @@ func TestSecretNeverStored(t *testing.T) {
 		t.Fatalf("walk the state root: %v (%d files)", err, files)
 	}
 }
+
+// TestSecretsCommands: set from stdin, list names only, delete; bad names
+// are usage errors; a file others can read is refused with the fix.
+func TestSecretsCommands(t *testing.T) {
+	t.Parallel()
+	c := newCLIWS(t, nil)
+	if code, _, errs := c.runIn("v1\n", "secrets", "set", "B_KEY"); code != 0 {
+		t.Fatalf("set: exit %d %s", code, errs)
+	}
+	if code, _, errs := c.runIn("v2", "secrets", "set", "A_KEY"); code != 0 {
+		t.Fatalf("set without a newline: exit %d %s", code, errs)
+	}
+	if code, out, _ := c.run("secrets", "list"); code != 0 || out != "A_KEY\nB_KEY\n" {
+		t.Fatalf("list: exit %d %q", code, out)
+	}
+	if code, out, _ := c.run("--json", "secrets", "list"); code != 0 || strings.Contains(out, "v1") || !strings.Contains(out, `"B_KEY"`) {
+		t.Fatalf("list --json: exit %d %q", code, out)
+	}
+	for _, args := range [][]string{{"secrets", "set", "lower"}, {"secrets", "delete", "1X"}} {
+		if code, _, errs := c.runIn("v", args...); code != ExitUsage || !strings.Contains(errs, "bad secret name") {
+			t.Errorf("%v: exit %d %q", args, code, errs)
+		}
+	}
+	if code, _, errs := c.run("secrets", "set", "EMPTY"); code != 1 || !strings.Contains(errs, "no value") {
+		t.Errorf("set with empty stdin: exit %d %q", code, errs)
+	}
+	if code, out, errs := c.run("secrets", "delete", "A_KEY"); code != 0 || out != "secret A_KEY deleted\n" {
+		t.Fatalf("delete: exit %d %q %q", code, out, errs)
+	}
+	if code, _, errs := c.run("secrets", "delete", "A_KEY"); code != 1 || !strings.Contains(errs, "not set") {
+		t.Fatalf("delete again: exit %d %q", code, errs)
+	}
+	p := filepath.Join(c.ws.StateDir, secrets.FileName)
+	if err := os.Chmod(p, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := c.run("secrets", "list"); code != 1 || !strings.Contains(errs, "chmod 600 "+p) {
+		t.Fatalf("list with a 0640 file: exit %d %q", code, errs)
+	}
+}
