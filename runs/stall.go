@@ -34,6 +34,9 @@ func (c stallCheck) note(ctx context.Context, r *store.Run) string {
 	var what string
 	switch r.Status {
 	case store.RunQueued:
+		if held, err := c.isHeld(r.ID); err != nil || held {
+			return "" // a peer is claiming it
+		}
 		what = fmt.Sprintf("queued since %s, waiting for a peer to start it", stamp(r.CreatedAt))
 	case store.RunRunning:
 		held, err := c.isHeld(r.ID)
