@@ -21,9 +21,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/cairnhq/cairn/internal/atomicfile"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/locks"
 )
 
@@ -49,7 +51,7 @@ func ValidateName(name string) error {
 	case len(name) > MaxNameLen:
 		return fmt.Errorf("secret name is longer than %d characters", MaxNameLen)
 	case !nameRE.MatchString(name):
-		return fmt.Errorf("bad secret name %q: use A-Z, 0-9 and _, not starting with a digit (like GITHUB_TOKEN)", shorten(name))
+		return fmt.Errorf("bad secret name %q: use A-Z, 0-9 and _, not starting with a digit (like GITHUB_TOKEN)", text.Shorten(name, 40))
 	}
 	return nil
 }
@@ -185,6 +187,10 @@ func (s *Store) Set(ctx context.Context, name, value string) error {
 		return errors.New("set secret: the value is empty")
 	case len(value) > MaxValueLen:
 		return fmt.Errorf("set secret: the value is longer than %d bytes", MaxValueLen)
+	case strings.ContainsAny(value, "\r\n\x00"):
+		// Output is redacted line by line: a value spanning lines could
+		// not be found in it.
+		return errors.New("set secret: the value must be one line, without NUL bytes (encode a multi-line value, e.g. as base64)")
 	}
 	return s.update(ctx, func(all map[string]string) (bool, error) {
 		if _, ok := all[name]; !ok && len(all) >= MaxSecrets {
@@ -236,11 +242,4 @@ func (s *Store) update(ctx context.Context, change func(map[string]string) (bool
 		return fmt.Errorf("write secrets: %w", err)
 	}
 	return nil
-}
-
-func shorten(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }

@@ -104,3 +104,13 @@ func TestValidateName(t *testing.T) {
 		t.Error("a value over MaxValueLen was stored")
 	}
 }
+
+func TestRefusesMultiLineValues(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	for _, v := range []string{"a\nb", "a\rb", "a\x00b"} {
+		if err := s.Set(context.Background(), "K", v); err == nil || !strings.Contains(err.Error(), "one line") {
+			t.Errorf("Set(%q): %v", v, err)
+		}
+	}
+}

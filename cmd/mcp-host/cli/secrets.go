@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -87,7 +85,7 @@ func (e *env) secretsSetCommand() *cobra.Command {
 }
 
 // readSecret reads a value: without echo when stdin is a terminal, else
-// the first line of stdin (a trailing newline is not part of it).
+// all of stdin but one trailing newline.
 func (e *env) readSecret(name string) (string, error) {
 	if f, ok := e.stdio.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprintf(e.stdio.Err, "value of %s: ", name)
@@ -98,12 +96,11 @@ func (e *env) readSecret(name string) (string, error) {
 		}
 		return string(b), nil
 	}
-	r := bufio.NewReaderSize(io.LimitReader(e.stdio.In, secrets.MaxValueLen+2), 4096)
-	line, err := r.ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	b, err := io.ReadAll(io.LimitReader(e.stdio.In, secrets.MaxValueLen+3))
+	if err != nil {
 		return "", fmt.Errorf("read secret from stdin: %w", err)
 	}
-	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	line := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if line == "" {
 		return "", fmt.Errorf("read secret: stdin gave no value (pipe it in: printf %%s \"$TOKEN\" | mcp-host secrets set %s)", name)
 	}
