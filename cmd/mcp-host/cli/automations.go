@@ -344,9 +344,7 @@ func (e *env) autoTriggerCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if rep.Outcome == store.FireQueued && rep.RunID != "" {
-					e.ensureWorker(a, "run "+rep.RunID)
-				}
+				e.firedWork(a, rep)
 				if e.json {
 					return e.printJSON(rep)
 				}

@@ -59,9 +59,7 @@ attached, and exits 0 when it succeeded.`,
 				case err != nil:
 					return err
 				}
-				if rep.Outcome == store.FireQueued && rep.RunID != "" {
-					e.ensureWorker(a, "run "+rep.RunID)
-				}
+				e.firedWork(a, rep)
 				return e.printJSON(rep)
 			})
 		},
