@@ -14,25 +14,30 @@ import (
 )
 
 // TestRollKeyStartsAWorker: `roll KEY` (as a cron or systemd timer calls
-// it) with no mcp-host alive starts a worker and says so; the fired run
-// executes and succeeds.
+// it) and `automations trigger` with no mcp-host alive start a worker and
+// say so; the fired run executes and succeeds.
 func TestRollKeyStartsAWorker(t *testing.T) {
 	t.Parallel()
-	c := newCLIWS(t, cliFiles(t))
-	if code, _, errs := c.run("automations", "create", "--key", "tick", "--target", "ok", "--every", "24h"); code != 0 {
-		t.Fatalf("automations create: exit %d %s", code, errs)
-	}
-	code, out, errs := c.run("roll", "tick")
-	var fire automations.FireReport
-	if code != 0 || json.Unmarshal([]byte(out), &fire) != nil || fire.Outcome != store.FireQueued || fire.RunID == "" {
-		t.Fatalf("roll tick: exit %d %q %q", code, out, errs)
-	}
-	if !strings.Contains(errs, "started a background worker") {
-		t.Errorf("roll did not say it started a worker: %q", errs)
-	}
-	c.waitFor("the fired run to settle", func() bool { return c.show(fire.RunID).Status.Settled() })
-	if r := c.show(fire.RunID); r.Status != store.RunSucceeded {
-		t.Fatalf("the fired run %s: %s", r.Status, r.Error)
+	for _, args := range [][]string{{"roll", "tick"}, {"--json", "automations", "trigger", "tick"}} {
+		t.Run(args[len(args)-2], func(t *testing.T) {
+			t.Parallel()
+			c := newCLIWS(t, cliFiles(t))
+			if code, _, errs := c.run("automations", "create", "--key", "tick", "--target", "ok", "--every", "24h"); code != 0 {
+				t.Fatalf("automations create: exit %d %s", code, errs)
+			}
+			code, out, errs := c.run(args...)
+			var fire automations.FireReport
+			if code != 0 || json.Unmarshal([]byte(out), &fire) != nil || fire.Outcome != store.FireQueued || fire.RunID == "" {
+				t.Fatalf("%v: exit %d %q %q", args, code, out, errs)
+			}
+			if !strings.Contains(errs, "started a background worker") {
+				t.Errorf("%v did not say it started a worker: %q", args, errs)
+			}
+			c.waitFor("the fired run to settle", func() bool { return c.show(fire.RunID).Status.Settled() })
+			if r := c.show(fire.RunID); r.Status != store.RunSucceeded {
+				t.Fatalf("the fired run %s: %s", r.Status, r.Error)
+			}
+		})
 	}
 }
 
