@@ -22,6 +22,14 @@ type redactor struct {
 	json [][]byte // each value as it appears inside a JSON string
 }
 
+// newRedactor returns a redactor of vals: a step supervisor builds one
+// from the values its spec carries (execution.redactValues).
+func newRedactor(vals []string) *redactor {
+	r := &redactor{}
+	r.add(vals...)
+	return r
+}
+
 // add adds values to redact from now on, as they are and as error texts
 // quote them (%q).
 func (r *redactor) add(vals ...string) {
