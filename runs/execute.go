@@ -35,18 +35,19 @@ type execution struct {
 	claim string
 	owned atomic.Bool
 
-	run   *store.Run
-	wf    *workflows.Workflow
-	input map[string]any
+	run     *store.Run
+	wf      *workflows.Workflow
+	input   map[string]any
+	ledger  map[callKey]*store.LedgerEntry
+	results map[string]workflows.StepResult
+	j       *journalWriter
 	// launchEnv is the environment the run captured at launch (nil for a
 	// run stored before runs kept one: see runEnv).
 	launchEnv map[string]string
-	ledger    map[callKey]*store.LedgerEntry
-	results   map[string]workflows.StepResult
-	j         *journalWriter
 	// redact replaces the secret values resolved so far in what the run
-	// records; secrets are the current step's (see resolveSecrets).
-	redact  *redactor
+	// records.
+	redact *redactor
+	// secrets are the current step's (see resolveSecrets).
 	secrets map[string]string
 	// pending are call outcomes in x.ledger not written yet: they are
 	// written with the settle, or before any other write (see record).
