@@ -65,8 +65,8 @@ result: ${{ steps.show.stdout }}
 	c.stopWorker()
 
 	code, out, errs = c.child([]string{"PATH=/usr/bin:/bin"}, "answer", id, "yes")
-	if code != 0 {
-		t.Fatalf("answer: exit %d %q %q", code, out, errs)
+	if code != 0 || !strings.Contains(errs, "started a background worker") {
+		t.Fatalf("answer: exit %d %q %q; want it to say it started a worker", code, out, errs)
 	}
 	c.waitFor("the run to settle", func() bool { return c.show(id).Status.Settled() })
 	r := c.show(id)
