@@ -19,7 +19,9 @@ func (e *env) secretsCommand() *cobra.Command {
 		Long: `Secrets are values a step reads as ${{ secrets.NAME }} in its env:, exec or
 shell arguments and http headers or body. They are resolved when the step
 starts, never stored in a run, its journal, a backup or a tool result, and
-replaced with *** wherever a run's output shows them.
+replaced with *** wherever a run's output shows them. Prefer env: to
+arguments: other local users can read a process's arguments, not its
+environment.
 
 They live in secrets.json in the workspace's state folder, mode 0600 (a file
 that group or others can read, or a symbolic link, is refused). There is no
