@@ -59,6 +59,9 @@ type WorkflowTargets struct {
 	// Source, when set, is the loader to share, such as the run engine's
 	// Targets(): one cache per process. Default: runs.DirTargets(Dir).
 	Source runs.Targets
+	// EnvPass names the variables a fired run captures besides the
+	// allowlist (config env.pass; see runs.CaptureEnv).
+	EnvPass []string
 
 	once sync.Once
 	src  runs.Targets
@@ -105,7 +108,7 @@ func (t *WorkflowTargets) prepare(snap *runs.Workflows, target string, input jso
 	if err := ids.Validate("target", target); err != nil {
 		return nil, err
 	}
-	p, err := snap.Prepare(runs.PrepareParams{Target: target, Input: input})
+	p, err := snap.Prepare(runs.PrepareParams{Target: target, Input: input, Env: runs.CaptureEnv(t.EnvPass)})
 	var inErr *workflows.InputError
 	switch {
 	case errors.As(err, &inErr):

@@ -32,6 +32,7 @@ type Settings struct {
 	Sessions  SessionSettings   `yaml:"sessions"`
 	Journal   JournalSettings   `yaml:"journal"`
 	Retention RetentionSettings `yaml:"retention"`
+	Env       EnvSettings       `yaml:"env"`
 }
 
 // JournalSettings is the journal: section: the caps of run output
@@ -112,6 +113,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Retention.validate(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.Env.check(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	return s, nil

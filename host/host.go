@@ -160,13 +160,14 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log, DiskGuard: guard,
 		InMemory: inMemory, StopGrace: cfg.StopGrace, OnChange: cfg.OnRunChange,
 		JournalRunCap: int64(settings.Journal.PerRun), JournalLineCap: int(settings.Journal.PerLine),
+		EnvPass: settings.Env.Pass,
 	})
 	if err != nil {
 		h.Close()
 		return nil, err
 	}
 	// Fires share the engine's workflow cache and preparation.
-	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets()}
+	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets(), EnvPass: settings.Env.Pass}
 	h.Scheduler = automations.New(automations.Config{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
 		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,

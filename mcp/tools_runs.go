@@ -208,7 +208,7 @@ type runIDIn struct {
 
 func (s *Server) getRunTool() server.ServerTool {
 	return newTool("get_run", "Get a run",
-		"Return one run: its status (queued, running, waiting, succeeded, failed, cancelled), input, result or error, the question it waits on, its steps and timestamps.",
+		"Return one run: its status (queued, running, waiting, succeeded, failed, cancelled), input, result or error, the question it waits on, its steps and timestamps; stalled says why no process executes it (its owner is gone, or it is queued with no peer to start it).",
 		object([]string{"run_id"}, obj{"run_id": idArg("The run's id, as launch_run or list_runs returned it.")}),
 		outputSchema[runs.Run](),
 		hints{readOnly: true, idempotent: true},

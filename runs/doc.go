@@ -50,9 +50,22 @@
 // # Literals
 //
 // At launch a run stores its literals (see Literals): the workflow file's
-// name and bytes, and the validated input. Execution always parses the
-// literals, never the current file, so editing a workflow does not change
-// runs already launched.
+// name and bytes, the validated input, and the environment captured from
+// the launching process (CaptureEnv: PATH, HOME, LANG, TZ and the names in
+// Options.EnvPass). Execution always parses the literals, never the
+// current file, so editing a workflow does not change runs already
+// launched, and every step gets the launch's environment whichever
+// process executes it (a run stored before runs kept one gets the
+// executing process's).
+//
+// # Secrets
+//
+// `${{ secrets.NAME }}` (env values, exec and shell arguments, http headers
+// and body only: the workflow loader refuses it elsewhere) is resolved from
+// Options.Secrets when the step starts, never earlier and never stored.
+// From then on the execution's redactor replaces the values with "***" in
+// everything the run records: journal records, the step's recorded
+// stdout, stderr, body and error, the run's error and result.
 //
 // Every run is made one way, by Prepare (input validated, defaults
 // filled, literals built), from workflows served by one cached loader
@@ -97,9 +110,8 @@
 //
 // exec and shell steps run in their own process group with stdin from
 // /dev/null, a working directory inside the workspace (symlinks resolved
-// and checked), and an environment built from an allowlist (PATH, HOME,
-// LANG, TZ) plus the step's env and CAIRN_RUN_ID, CAIRN_STEP_ID and
-// CAIRN_WORKSPACE. A timeout, a cancel or an engine stop sends SIGTERM to
+// and checked), and the run's environment (see Literals) plus the step's
+// env and CAIRN_RUN_ID, CAIRN_STEP_ID and CAIRN_WORKSPACE. A timeout, a cancel or an engine stop sends SIGTERM to
 // the group and SIGKILL after Options.KillGrace; when the step's main
 // process exits, processes it left behind in its group are killed. Output
 // goes to the journal line by line; the first Options.OutputCap bytes of
@@ -125,5 +137,7 @@
 // writer), journal_caps.go (the caps: the tail, cut lines), journals.go
 // (files or memory), output.go (ReadOutput),
 // follow.go, targets.go (the loader), prepare.go, literals.go, view.go,
-// process.go (process groups).
+// process.go (process groups), env.go (the run's environment), secrets.go
+// and redact.go (secrets and their redaction), stall.go (why a run waits
+// on nobody).
 package runs

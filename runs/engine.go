@@ -16,8 +16,8 @@ import (
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/diskfree"
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/secrets"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/workflows"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -71,6 +71,12 @@ type Options struct {
 	JournalLineCap int
 	HTTPTimeout    time.Duration // default timeout of http steps; default 60s
 	HTTPClient     *http.Client  // default: a client without cookies that follows redirects
+	// Secrets resolves `${{ secrets.NAME }}` when a step starts; default
+	// the workspace's secrets file (secrets.Open).
+	Secrets SecretSource
+	// EnvPass names the variables a run captures at launch besides PATH,
+	// HOME, LANG and TZ (config env.pass); see CaptureEnv.
+	EnvPass []string
 }
 
 // LaunchParams start a run.
@@ -98,6 +104,7 @@ type Engine struct {
 	// only: memory journals cost nothing).
 	inlineJournals bool
 	locker         locker
+	secrets        SecretSource
 	pid            int
 
 	base     context.Context // parent of every execution; ends StopGrace after Stop
@@ -152,6 +159,10 @@ func New(opts Options) (*Engine, error) {
 	}
 	if e.targets == nil {
 		e.targets = DirTargets(opts.Workspace.WorkflowsDir())
+	}
+	e.secrets = opts.Secrets
+	if e.secrets == nil {
+		e.secrets = secrets.Open(opts.Workspace.StateDir, opts.Workspace.LocksDir())
 	}
 	if e.clk == nil {
 		e.clk = clock.Real{}
@@ -214,7 +225,7 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 	if err := e.opts.DiskGuard.Check(); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", p.Target, err)
 	}
-	prep, err := e.targets.Snapshot().Prepare(PrepareParams{Target: p.Target, Input: p.Input})
+	prep, err := e.targets.Snapshot().Prepare(PrepareParams{Target: p.Target, Input: p.Input, Env: CaptureEnv(e.opts.EnvPass)})
 	if err != nil {
 		return nil, err
 	}
@@ -257,17 +268,10 @@ func (e *Engine) Launch(ctx context.Context, p LaunchParams) (*Run, error) {
 		return out, nil
 	}
 	claimed := *r
-	if !e.startExecution(r.ID, lock, &claimed, &launchedRun{wf: wf, input: prep.Input}) {
+	if !e.startExecution(r.ID, lock, &claimed, &launchedRun{wf: wf, input: prep.Input, env: prep.Env}) {
 		lock.Unlock() // stopped meanwhile: a peer adopts the run
 	}
 	return out, nil
-}
-
-// launchedRun is what Launch parsed and validated: the workflow its
-// literals hold and the validated input.
-type launchedRun struct {
-	wf    *workflows.Workflow
-	input map[string]any
 }
 
 func (e *Engine) isStopped() bool {

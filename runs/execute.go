@@ -41,6 +41,14 @@ type execution struct {
 	ledger  map[callKey]*store.LedgerEntry
 	results map[string]workflows.StepResult
 	j       *journalWriter
+	// launchEnv is the environment the run captured at launch (nil for a
+	// run stored before runs kept one: see runEnv).
+	launchEnv map[string]string
+	// redact replaces the secret values resolved so far in what the run
+	// records.
+	redact *redactor
+	// secrets are the current step's (see resolveSecrets).
+	secrets map[string]string
 	// pending are call outcomes in x.ledger not written yet: they are
 	// written with the settle, or before any other write (see record).
 	pending []store.StepFinish
@@ -79,7 +87,9 @@ func (x *execution) execute() {
 	}
 	x.owned.Store(true)
 	x.run = c.Run
+	x.redact = &redactor{}
 	x.j = e.openJournal(x.id)
+	x.j.redact = x.redact
 	defer x.j.close()
 	x.noteClaim(c)
 	if x.claimed == nil {
@@ -92,13 +102,14 @@ func (x *execution) execute() {
 	}
 	if l := x.launched; l != nil {
 		// Fresh from Launch: nothing in the ledger yet.
-		x.wf, x.input, x.ledger = l.wf, l.input, map[callKey]*store.LedgerEntry{}
+		x.wf, x.input, x.launchEnv, x.ledger = l.wf, l.input, l.env, map[callKey]*store.LedgerEntry{}
 	} else {
-		var err error
-		if x.wf, x.input, err = parseLiterals(c.Run.Literals); err != nil {
+		l, err := parseLaunched(c.Run.Literals)
+		if err != nil {
 			x.settle(store.RunFailed, nil, err.Error())
 			return
 		}
+		x.wf, x.input, x.launchEnv = l.wf, l.input, l.env
 		entries, err := e.st.Ledger(x.sctx(), x.id)
 		if err != nil {
 			x.finishFlow(x.storeFailed("read ledger", err))
@@ -221,6 +232,7 @@ func (x *execution) storeFailed(what string, err error) flow {
 // settle ends the run, with what is pending: call outcomes and, when the
 // run wrote nothing to a journal file, its journal (one write, no file).
 func (x *execution) settle(status store.RunStatus, result json.RawMessage, errText string) {
+	result, errText = x.redact.raw(result), x.redact.str(errText)
 	end := Record{Type: RecordEnd, Status: string(status), Result: result, Error: errText}
 	journal, inline := x.j.inline(end)
 	r, err := x.e.st.SettleRun(x.sctx(), store.SettleParams{ID: x.id, Claim: x.claim, Status: status, Result: result, Error: errText, Ledger: x.pending, Journal: journal, Now: x.e.now()})
@@ -239,9 +251,10 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 
 func (x *execution) env() workflows.Env {
 	return workflows.Env{
-		Input: x.input,
-		Steps: x.results,
-		Run:   workflows.RunInfo{ID: x.id, Target: x.run.Target, Trigger: x.run.Trigger.Kind},
+		Input:   x.input,
+		Steps:   x.results,
+		Run:     workflows.RunInfo{ID: x.id, Target: x.run.Target, Trigger: x.run.Trigger.Kind},
+		Secrets: x.secrets,
 	}
 }
 

@@ -83,6 +83,8 @@ type journalWriter struct {
 	// noFile says that the run has no journal file: its journal may be
 	// kept with the run when it settles (see inline).
 	noFile bool
+	// redact, when set, replaces secret values in every record added.
+	redact *redactor
 
 	written  int64 // bytes of the journal, buffered ones included, once sized
 	sized    bool  // written counts what the journal held before this writer
@@ -106,6 +108,7 @@ func (w *journalWriter) add(r Record) {
 	if w == nil {
 		return
 	}
+	r = w.redact.record(r)
 	w.mu.Lock()
 	if !w.closed && !w.failed {
 		if r.Type == RecordText {

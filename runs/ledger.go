@@ -76,7 +76,7 @@ func (x *execution) start(st *workflows.Step, pos int, detail *stepDetail) (*sto
 // write, before anything else is dispatched (the next call's start, a
 // park, a wait, or the settle).
 func (x *execution) finish(st *workflows.Step, pos int, status string, rec stepRecord, errText string) flow {
-	b, err := json.Marshal(rec)
+	b, err := json.Marshal(x.redact.stepRecord(rec))
 	if err != nil {
 		return x.storeFailed("encode step result", err)
 	}
@@ -87,6 +87,7 @@ func (x *execution) finish(st *workflows.Step, pos int, status string, rec stepR
 // record notes call pos of st as finished, in x.ledger at once and in the
 // store with the next write (see pending). It returns the entry.
 func (x *execution) record(st *workflows.Step, pos int, status string, result json.RawMessage, errText string) *store.LedgerEntry {
+	errText = x.redact.str(errText)
 	key := callKey{st.ID, pos}
 	en := &store.LedgerEntry{RunID: x.id, Path: st.ID, Position: pos, Kind: string(st.Kind)}
 	if old := x.ledger[key]; old != nil {

@@ -14,13 +14,22 @@ type literals struct {
 	File    string          `json:"file"`   // the workflow file's name (for errors)
 	Source  string          `json:"source"` // the file's bytes
 	Input   json.RawMessage `json:"input"`  // the validated input, defaults filled
+	// Env is the environment captured at launch (CaptureEnv): every step
+	// gets it, whichever process executes the step. Runs stored before it
+	// existed have none.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Literals returns the literals to store with a run of wf launched with
-// input, which must be the result of wf.ValidateInput. Code that queues a
-// run directly in the store (an automation's fire) fills Run.Literals with
-// it and Run.Input with InputJSON(input).
+// input, which must be the result of wf.ValidateInput, and the
+// environment of this process (CaptureEnv(nil)). Code that queues a run
+// directly in the store (an automation's fire) fills Run.Literals with it
+// and Run.Input with InputJSON(input).
 func Literals(wf *workflows.Workflow, input map[string]any) (json.RawMessage, error) {
+	return literalsWith(wf, input, CaptureEnv(nil))
+}
+
+func literalsWith(wf *workflows.Workflow, input map[string]any, env map[string]string) (json.RawMessage, error) {
 	if wf == nil {
 		return nil, errors.New("encode literals: no workflow")
 	}
@@ -28,7 +37,7 @@ func Literals(wf *workflows.Workflow, input map[string]any) (json.RawMessage, er
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(literals{Version: 1, File: wf.File, Source: string(wf.Source), Input: in})
+	b, err := json.Marshal(literals{Version: 1, File: wf.File, Source: string(wf.Source), Input: in, Env: env})
 	if err != nil {
 		return nil, fmt.Errorf("encode literals: %w", err)
 	}
@@ -47,25 +56,39 @@ func InputJSON(input map[string]any) (json.RawMessage, error) {
 	return b, nil
 }
 
+// launchedRun is what a run was launched with: the workflow its literals
+// hold, the validated input and the environment.
+type launchedRun struct {
+	wf    *workflows.Workflow
+	input map[string]any
+	env   map[string]string // nil for a run stored before runs kept it
+}
+
 // parseLiterals gives back the workflow and the input a run was launched
 // with.
 func parseLiterals(raw json.RawMessage) (*workflows.Workflow, map[string]any, error) {
+	l, err := parseLaunched(raw)
+	return l.wf, l.input, err
+}
+
+// parseLaunched gives back what a run was launched with.
+func parseLaunched(raw json.RawMessage) (launchedRun, error) {
 	var l literals
 	if err := json.Unmarshal(raw, &l); err != nil {
-		return nil, nil, fmt.Errorf("decode literals: %w", err)
+		return launchedRun{}, fmt.Errorf("decode literals: %w", err)
 	}
 	if l.Version != 1 {
-		return nil, nil, fmt.Errorf("decode literals: unknown version %d", l.Version)
+		return launchedRun{}, fmt.Errorf("decode literals: unknown version %d", l.Version)
 	}
 	wf, err := workflows.Parse(l.File, []byte(l.Source))
 	if err != nil {
-		return nil, nil, fmt.Errorf("parse the launched definition: %w", err)
+		return launchedRun{}, fmt.Errorf("parse the launched definition: %w", err)
 	}
 	// Validating again normalises numbers exactly as at launch; the input
 	// was valid then, and the schema is the launched one.
 	in, err := wf.ValidateInput(l.Input)
 	if err != nil {
-		return nil, nil, fmt.Errorf("decode literals: %w", err)
+		return launchedRun{}, fmt.Errorf("decode literals: %w", err)
 	}
-	return wf, in, nil
+	return launchedRun{wf: wf, input: in, env: l.Env}, nil
 }

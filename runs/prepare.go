@@ -15,18 +15,24 @@ type Prepared struct {
 	// filled) and Literals set; the caller adds its trigger and claim.
 	Run      *store.Run
 	Workflow *workflows.Workflow
-	Input    map[string]any // the validated input Run.Input encodes
+	Input    map[string]any    // the validated input Run.Input encodes
+	Env      map[string]string // the environment the literals keep
 }
 
 // Prepare validates input against wf (an empty or null input is {}),
-// fills its defaults and builds the run's literals. A refused input gives
-// a *workflows.InputError.
+// fills its defaults and builds the run's literals, with this process's
+// environment (CaptureEnv(nil)). A refused input gives a
+// *workflows.InputError.
 func Prepare(wf *workflows.Workflow, input json.RawMessage) (*Prepared, error) {
+	return prepare(wf, input, CaptureEnv(nil))
+}
+
+func prepare(wf *workflows.Workflow, input json.RawMessage, env map[string]string) (*Prepared, error) {
 	in, err := wf.ValidateInput(input)
 	if err != nil {
 		return nil, err
 	}
-	lits, err := Literals(wf, in)
+	lits, err := literalsWith(wf, in, env)
 	if err != nil {
 		return nil, err
 	}
@@ -35,13 +41,16 @@ func Prepare(wf *workflows.Workflow, input json.RawMessage) (*Prepared, error) {
 		return nil, err
 	}
 	r := &store.Run{ID: ids.New("run"), Target: wf.Name, Status: store.RunQueued, Input: raw, Literals: lits}
-	return &Prepared{Run: r, Workflow: wf, Input: in}, nil
+	return &Prepared{Run: r, Workflow: wf, Input: in, Env: env}, nil
 }
 
 // PrepareParams name a run to prepare.
 type PrepareParams struct {
 	Target string
 	Input  json.RawMessage
+	// Env is the environment the run keeps for its steps; nil:
+	// CaptureEnv(nil). Launch passes CaptureEnv(Options.EnvPass).
+	Env map[string]string
 }
 
 // Prepare prepares a run of the named target from this load (see the
@@ -52,5 +61,9 @@ func (w *Workflows) Prepare(p PrepareParams) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Prepare(wf, p.Input)
+	env := p.Env
+	if env == nil {
+		env = CaptureEnv(nil)
+	}
+	return prepare(wf, p.Input, env)
 }

@@ -21,10 +21,6 @@ import (
 // noFollow makes opening a journal fail on a symlink instead of following it.
 const noFollow = syscall.O_NOFOLLOW
 
-// envAllowlist are the variables a step inherits from the engine's
-// environment; everything else comes from the step's env.
-var envAllowlist = []string{"PATH", "HOME", "LANG", "TZ"}
-
 // procSpec is one process to run for an exec or shell step.
 type procSpec struct {
 	argv    []string
@@ -292,28 +288,6 @@ func (c *capture) endLine() {
 		c.onLine(c.stream, strings.ToValidUTF8(string(line), "\uFFFD"), dropped)
 	}
 	c.partial, c.dropped = c.partial[:0], 0
-}
-
-// stepEnv builds a step's environment: the allowlisted variables of this
-// process, then the step's own.
-func stepEnv(extra map[string]string) []string {
-	vars := map[string]string{}
-	for _, k := range envAllowlist {
-		if v, ok := os.LookupEnv(k); ok {
-			vars[k] = v
-		}
-	}
-	if _, ok := vars["PATH"]; !ok {
-		vars["PATH"] = "/usr/local/bin:/usr/bin:/bin"
-	}
-	for k, v := range extra {
-		vars[k] = v
-	}
-	env := make([]string, 0, len(vars))
-	for k, v := range vars {
-		env = append(env, k+"="+v)
-	}
-	return env
 }
 
 // workDir resolves a step's dir (slash-separated, relative to the

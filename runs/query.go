@@ -17,7 +17,12 @@ func (e *Engine) Get(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.view(ctx, r, true)
+	v, err := e.view(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	e.noteStalls(ctx, v)
+	return v, nil
 }
 
 // ListParams select runs.
@@ -53,6 +58,7 @@ func (e *Engine) List(ctx context.Context, p ListParams) ([]*Run, string, error)
 		}
 		out = append(out, v)
 	}
+	e.noteStalls(ctx, out...)
 	return out, next, nil
 }
 

@@ -12,6 +12,10 @@ func (x *execution) dispatch(st *workflows.Step, pos int) flow {
 	if x.interrupted() {
 		return x.interruption() // nothing dispatched yet: nothing ambiguous
 	}
+	if err := x.resolveSecrets(st); err != nil {
+		return x.failStep(st, pos, err.Error())
+	}
+	defer x.clearSecrets()
 	switch st.Kind {
 	case workflows.KindExec, workflows.KindShell:
 		return x.processStep(st, pos)

@@ -84,14 +84,18 @@ func (x *execution) processSpec(st *workflows.Step) (procSpec, error) {
 		}
 		vars[k] = v
 	}
-	dir, err := workDir(x.e.ws.Root, st.Dir)
+	rel, err := st.RenderDir(env)
+	if err != nil {
+		return procSpec{}, err
+	}
+	dir, err := workDir(x.e.ws.Root, rel)
 	if err != nil {
 		return procSpec{}, err
 	}
 	return procSpec{
 		argv:    argv,
 		dir:     dir,
-		env:     stepEnv(vars),
+		env:     x.stepEnv(vars),
 		timeout: st.Timeout,
 		grace:   x.e.opts.KillGrace,
 		clk:     x.e.clk,

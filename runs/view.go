@@ -17,6 +17,10 @@ import (
 type Run struct {
 	store.Run
 	Steps []Step `json:"steps"`
+	// Stalled, set by Get and List, says why no process executes a run
+	// that is not settled: "owner pid N gone since T, waiting for a peer",
+	// or why a queued run waits. Empty while a process has the run.
+	Stalled string `json:"stalled,omitempty"`
 }
 
 // Step statuses beyond the ledger's (succeeded, failed, skipped, cancelled).

@@ -69,7 +69,8 @@
 //	                             GET/HEAD; false for exec, shell and other http
 //	env: {NAME: value}           exec, shell: added to the allowlisted environment
 //	dir: sub/dir                 exec, shell: working dir relative to the
-//	                             workspace (no "..", not absolute)
+//	                             workspace (no "..", not absolute); may
+//	                             hold ${{ }}, checked when the step starts
 //
 // Durations are Go durations: 500ms, 30s, 5m, 1h30m.
 //
@@ -92,8 +93,9 @@
 // to a string: nil as "", numbers plainly, lists and maps as JSON. A
 // string that is exactly one `${{ expr }}` keeps the value's own type,
 // which is what `if` and `result` use. Expressions may appear in exec
-// arguments, shell, ask text, http url, headers and body, env values and
-// result. They see:
+// arguments, shell, ask text, http url, headers and body, env values,
+// dir, if and result; every other field is read as written and refuses
+// `${{` at load. They see:
 //
 //	input.<key>                  the validated input
 //	steps.<id>.status            "" until the step ran, then the engine's status
@@ -102,6 +104,10 @@
 //	steps.<id>.status_code / body               http
 //	steps.<id>.output            stdout (or body) parsed as JSON, else nil
 //	run.id, run.target, run.trigger
+//	secrets.NAME                 a secret (mcp-host secrets set NAME), only in
+//	                             env values, exec and shell arguments and http
+//	                             headers and body: resolved when the step
+//	                             starts, never stored, redacted from output
 //
 // A step that has not run reads as empty (exit_code, output and
 // status_code are nil); use ?. to reach into a possibly nil value

@@ -17,13 +17,16 @@ import (
 )
 
 // Env is what expressions see when they are evaluated: `input`,
-// `steps.<id>.…` and `run.…`. A step missing from Steps (not run yet,
-// skipped) reads as empty: "" for strings, nil for exit_code, output and
-// status_code.
+// `steps.<id>.…`, `run.…` and `secrets.NAME`. A step missing from Steps
+// (not run yet, skipped) reads as empty: "" for strings, nil for
+// exit_code, output and status_code.
 type Env struct {
 	Input map[string]any
 	Steps map[string]StepResult
 	Run   RunInfo
+	// Secrets are the values of the secrets the template names (see
+	// Template.Secrets), resolved by the caller when the step starts.
+	Secrets map[string]string
 }
 
 // StepResult is the recorded outcome of one step, as expressions see it.
@@ -53,6 +56,8 @@ type exprEnv struct {
 	Input map[string]any      `expr:"input"`
 	Steps map[string]stepView `expr:"steps"`
 	Run   runView             `expr:"run"`
+	// Secrets is only allowed where Parse lets it (secrets.go).
+	Secrets map[string]string `expr:"secrets"`
 	// Budget is the evaluation's byte budget (exprbudget.go).
 	Budget *exprBudget `expr:"_cairnBudget"`
 }
@@ -76,10 +81,11 @@ type runView struct {
 
 func (env Env) view() exprEnv {
 	v := exprEnv{
-		Input:  env.Input,
-		Steps:  make(map[string]stepView, len(env.Steps)),
-		Run:    runView(env.Run),
-		Budget: newExprBudget(),
+		Input:   env.Input,
+		Steps:   make(map[string]stepView, len(env.Steps)),
+		Run:     runView(env.Run),
+		Secrets: env.Secrets,
+		Budget:  newExprBudget(),
 	}
 	if v.Input == nil {
 		v.Input = map[string]any{}
@@ -103,15 +109,23 @@ func (env Env) view() exprEnv {
 // Expr is a compiled expression (the text inside `${{ }}`). It is safe for
 // concurrent use.
 type Expr struct {
-	src  string
-	prog *vm.Program
+	src     string
+	prog    *vm.Program
+	secrets []string // the secrets it names
 }
 
 // CompileExpr compiles an expression against the workflow environment.
 // Unknown names (`inputs`) and unknown step fields (`steps.x.stdot`) are
 // errors; step ids are not checked (Parse checks them against the file).
 func CompileExpr(src string) (*Expr, error) {
-	return compileExpr(src, nil)
+	return compileExpr(src, scope{secrets: true})
+}
+
+// scope is what an expression may name: the file's step ids (nil: any
+// id) and whether it may read secrets.
+type scope struct {
+	known   map[string]bool
+	secrets bool
 }
 
 // stepRefs collects the literal step ids an expression names
@@ -132,30 +146,36 @@ func (r *stepRefs) Visit(node *ast.Node) {
 	}
 }
 
-// compileExpr compiles src; when known is not nil, naming a step id that
-// is not in it is an error.
-func compileExpr(src string, known map[string]bool) (*Expr, error) {
+// compileExpr compiles src; when sc.known is not nil, naming a step id
+// that is not in it is an error, and so is naming a secret where sc does
+// not allow it.
+func compileExpr(src string, sc scope) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty expression")
 	}
 	refs := &stepRefs{}
+	srefs := &secretRefs{}
 	opts := append([]expr.Option{
 		expr.Env(exprEnv{}),
 		expr.Patch(refs),
+		expr.Patch(srefs),
 		expr.Function("shellQuote", shellQuoteFn, new(func(string) string)),
 	}, budgetOptions()...)
 	prog, err := expr.Compile(src, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("compile expression %q: %s", shorten(src), exprMessage(err))
 	}
-	if known != nil {
+	if sc.known != nil {
 		for _, id := range refs.ids {
-			if !known[id] {
+			if !sc.known[id] {
 				return nil, fmt.Errorf("compile expression %q: no step with id %q", shorten(src), shorten(id))
 			}
 		}
 	}
-	return &Expr{src: src, prog: prog}, nil
+	if err := srefs.check(sc.secrets); err != nil {
+		return nil, fmt.Errorf("compile expression %q: %w", shorten(src), err)
+	}
+	return &Expr{src: src, prog: prog, secrets: srefs.names}, nil
 }
 
 // String returns the expression's source text.
@@ -227,7 +247,7 @@ type part struct {
 // ParseTemplate compiles every `${{ }}` in s. "${{" always opens an
 // expression; write ${{ "${{" }} for the literal text.
 func ParseTemplate(s string) (*Template, error) {
-	t, _, err := parseTemplate(s, nil)
+	t, _, err := parseTemplate(s, scope{secrets: true})
 	return t, err
 }
 
@@ -242,7 +262,7 @@ func Interpolate(s string, env Env) (string, error) {
 
 // parseTemplate returns the template, or the error and the byte offset in
 // s where the failing expression starts.
-func parseTemplate(s string, known map[string]bool) (*Template, int, error) {
+func parseTemplate(s string, sc scope) (*Template, int, error) {
 	t := &Template{src: s}
 	rest, off := s, 0
 	for {
@@ -261,7 +281,7 @@ func parseTemplate(s string, known map[string]bool) (*Template, int, error) {
 		if end < 0 {
 			return nil, off + i, errors.New(`"${{" without a closing "}}"`)
 		}
-		e, err := compileExpr(strings.TrimSpace(body[:end]), known)
+		e, err := compileExpr(strings.TrimSpace(body[:end]), sc)
 		if err != nil {
 			return nil, off + i, err
 		}

@@ -148,8 +148,20 @@ func join(field, sub string) string {
 	return field + ": " + sub
 }
 
-// str returns a scalar's text; null and collections are errors.
+// str returns the text of a scalar that is read as it is: null,
+// collections and `${{ }}` (which only templates interpolate) are errors.
 func (p *parser) str(n *yaml.Node, field string) (string, bool) {
+	s, ok := p.raw(n, field)
+	if ok && strings.Contains(s, "${{") {
+		p.failf(n.Line, field, "does not take ${{ }} expressions (it is read as written when the file loads); write the value itself")
+		return "", false
+	}
+	return s, ok
+}
+
+// raw returns a scalar's text, expressions included; null and
+// collections are errors.
+func (p *parser) raw(n *yaml.Node, field string) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		p.failf(n.Line, field, "expected a string, got %s", kindName(n))
 		return "", false
@@ -159,6 +171,16 @@ func (p *parser) str(n *yaml.Node, field string) (string, bool) {
 
 func (p *parser) nonEmpty(n *yaml.Node, field string) (string, bool) {
 	s, ok := p.str(n, field)
+	return p.filled(n, field, s, ok)
+}
+
+// nonEmptyRaw is nonEmpty for a field that takes expressions.
+func (p *parser) nonEmptyRaw(n *yaml.Node, field string) (string, bool) {
+	s, ok := p.raw(n, field)
+	return p.filled(n, field, s, ok)
+}
+
+func (p *parser) filled(n *yaml.Node, field, s string, ok bool) (string, bool) {
 	if ok && strings.TrimSpace(s) == "" {
 		p.failf(n.Line, field, "must not be empty")
 		return "", false

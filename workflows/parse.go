@@ -185,13 +185,23 @@ func (p *parser) noAliases(n *yaml.Node) bool {
 }
 
 // template parses a string with `${{ }}` interpolations, checking step
-// references against the file's step ids.
+// references against the file's step ids. It may not read secrets.
 func (p *parser) template(n *yaml.Node, field string) *Template {
-	s, ok := p.str(n, field)
+	return p.parseTemplate(n, field, false)
+}
+
+// secretTemplate is template for the fields that may read secrets: a
+// step's env values, exec and shell arguments, http headers and body.
+func (p *parser) secretTemplate(n *yaml.Node, field string) *Template {
+	return p.parseTemplate(n, field, true)
+}
+
+func (p *parser) parseTemplate(n *yaml.Node, field string, secrets bool) *Template {
+	s, ok := p.raw(n, field)
 	if !ok {
 		return nil
 	}
-	t, off, err := parseTemplate(s, p.known)
+	t, off, err := parseTemplate(s, scope{known: p.known, secrets: secrets})
 	if err != nil {
 		p.fail(exprLine(n, s, off), field, err)
 		return nil
@@ -238,16 +248,16 @@ func goKind(t reflect.Type) string {
 
 func (p *parser) conditionExpr(n *yaml.Node, field string) *Expr {
 	if b, ok := boolValue(n); ok {
-		e, _ := compileExpr(strconv.FormatBool(b), nil)
+		e, _ := compileExpr(strconv.FormatBool(b), scope{})
 		return e
 	}
-	s, ok := p.nonEmpty(n, field)
+	s, ok := p.nonEmptyRaw(n, field)
 	if !ok {
 		return nil
 	}
 	src := strings.TrimSpace(s)
 	if strings.Contains(src, "${{") {
-		t, off, err := parseTemplate(s, p.known)
+		t, off, err := parseTemplate(s, scope{known: p.known})
 		if err != nil {
 			p.fail(exprLine(n, s, off), field, err)
 			return nil
@@ -258,7 +268,7 @@ func (p *parser) conditionExpr(n *yaml.Node, field string) *Expr {
 		}
 		return e
 	}
-	e, err := compileExpr(src, p.known)
+	e, err := compileExpr(src, scope{known: p.known})
 	if err != nil {
 		p.fail(n.Line, field, err)
 		return nil

@@ -109,8 +109,8 @@ func (p *parser) step(i int, n *yaml.Node, id string) *Step {
 	case KindExec:
 		p.execStep(st, body, field)
 	case KindShell:
-		if _, ok := p.nonEmpty(body, field); ok {
-			st.Shell = p.template(body, field)
+		if _, ok := p.nonEmptyRaw(body, field); ok {
+			st.Shell = p.secretTemplate(body, field)
 		}
 	case KindAsk:
 		p.askStep(st, m, body, label)
@@ -139,13 +139,7 @@ func (p *parser) step(i int, n *yaml.Node, id string) *Step {
 		st.Env = p.env(e.val, join(label, "env"))
 	}
 	if e, ok := m["dir"]; ok && slices.Contains(keyKinds["dir"], st.Kind) {
-		if s, ok := p.str(e.val, join(label, "dir")); ok {
-			d, err := relPath(s)
-			if err != nil {
-				p.fail(e.val.Line, join(label, "dir"), err)
-			}
-			st.Dir = d
-		}
+		p.dir(st, e.val, join(label, "dir"))
 	}
 	return st
 }
@@ -179,11 +173,11 @@ func (p *parser) execStep(st *Step, n *yaml.Node, field string) {
 	for i, a := range n.Content {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if i == 0 {
-			if _, ok := p.nonEmpty(a, f); !ok {
+			if _, ok := p.nonEmptyRaw(a, f); !ok {
 				continue
 			}
 		}
-		if t := p.template(a, f); t != nil {
+		if t := p.secretTemplate(a, f); t != nil {
 			st.Exec = append(st.Exec, t)
 		}
 	}
@@ -191,7 +185,7 @@ func (p *parser) execStep(st *Step, n *yaml.Node, field string) {
 
 func (p *parser) askStep(st *Step, m map[string]entry, body *yaml.Node, label string) {
 	field := join(label, "ask")
-	if _, ok := p.nonEmpty(body, field); !ok {
+	if _, ok := p.nonEmptyRaw(body, field); !ok {
 		return
 	}
 	st.Ask = &Ask{Text: p.template(body, field)}
@@ -244,7 +238,7 @@ func (p *parser) httpStep(n *yaml.Node, field string) *HTTPRequest {
 	}
 	if e, ok := m["url"]; ok {
 		f := join(field, "url")
-		if s, ok := p.nonEmpty(e.val, f); ok {
+		if s, ok := p.nonEmptyRaw(e.val, f); ok {
 			h.URL = p.template(e.val, f)
 			if h.URL != nil && h.URL.IsLiteral() {
 				if err := CheckURL(s); err != nil {
@@ -267,7 +261,7 @@ func (p *parser) httpStep(n *yaml.Node, field string) *HTTPRequest {
 		}
 	}
 	if e, ok := m["body"]; ok {
-		h.Body = p.template(e.val, join(field, "body"))
+		h.Body = p.secretTemplate(e.val, join(field, "body"))
 	}
 	if e, ok := m["expect_status"]; ok {
 		h.ExpectStatus = p.statuses(e.val, join(field, "expect_status"))
@@ -320,7 +314,7 @@ func (p *parser) stringMap(n *yaml.Node, field string, checkKey func(string) err
 			continue
 		}
 		first[k.Value] = k.Line
-		if t := p.template(v, join(field, k.Value)); t != nil {
+		if t := p.secretTemplate(v, join(field, k.Value)); t != nil {
 			out[k.Value] = t
 		}
 	}

@@ -58,7 +58,11 @@ type Step struct {
 	Retry        Retry
 	SafeToRepeat bool                 // resolved: the file's value or the kind's default
 	Env          map[string]*Template // exec and shell only
-	Dir          string               // exec and shell: slash-separated, relative to the workspace; "." by default
+	// Dir is the working directory of exec and shell steps: slash-separated,
+	// relative to the workspace; "." by default. When it holds `${{ }}` it
+	// is the template's text: use RenderDir.
+	Dir string
+	dir *Template // set when Dir holds expressions
 
 	Exec  []*Template   // argv; Exec[0] is the program
 	Shell *Template     // script for `sh -c`

@@ -344,6 +344,7 @@ func (e *env) autoTriggerCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				e.firedWork(a, rep)
 				if e.json {
 					return e.printJSON(rep)
 				}

@@ -96,6 +96,13 @@ func TestAutomationsCommands(t *testing.T) {
 		t.Fatalf("stale update: exit %d: %s", code, errs)
 	}
 
+	// This process holds locks/worker, so trigger and roll start no
+	// worker and the fired run stays queued.
+	wl, err := locks.TryLock(ws.LocksDir(), "worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wl.Unlock()
 	var fire automations.FireReport
 	if err := json.Unmarshal([]byte(mustRun("automations", "trigger", id, "--json")), &fire); err != nil || fire.Outcome != "queued" || fire.RunID == "" {
 		t.Fatalf("trigger: %+v, %v", fire, err)

@@ -59,6 +59,7 @@ attached, and exits 0 when it succeeded.`,
 				case err != nil:
 					return err
 				}
+				e.firedWork(a, rep)
 				return e.printJSON(rep)
 			})
 		},
@@ -85,11 +86,17 @@ func (e *env) rollTarget(ctx context.Context, a *host.Host, name string, input j
 	final, err := a.Runs.Watch(ctx, r.ID, runs.WatchParams{
 		Resume: true,
 		OnRecord: func(rec runs.Record) error {
-			if !e.json && rec.Type == runs.RecordText {
+			switch {
+			case e.json:
+				e.askedOnStderr(r.ID, rec)
+			case rec.Type == runs.RecordText:
 				e.printf("%s\n", strings.TrimSuffix(rec.Text, "\n"))
+			case rec.Type == runs.RecordQuestion:
+				e.printRecord(r.ID, rec)
 			}
 			return nil
 		},
+		OnOwnerGone: func(pid int) { e.ownerGone(pid) },
 	})
 	if err != nil {
 		return err

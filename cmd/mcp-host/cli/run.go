@@ -97,12 +97,7 @@ workspace's state folder).`,
 
 // detached prints a queued run and makes sure a worker will run it.
 func (e *env) detached(re *host.Host, r *runs.Run) error {
-	pid, err := startWorker(e, re)
-	if err != nil {
-		fmt.Fprintf(e.stdio.Err, "mcp-host: run %s is queued but no worker could be started (%v); start one with: mcp-host worker\n", r.ID, err)
-	} else if pid > 0 {
-		e.log.Info("started a background worker", "pid", pid, "log", re.Workspace.LogPath())
-	}
+	e.ensureWorker(re, "run "+r.ID)
 	if e.json {
 		return e.printJSON(r)
 	}
@@ -122,12 +117,7 @@ func (e *env) attached(ctx context.Context, re *host.Host, r *runs.Run) error {
 		p.OnRecord = func(rec runs.Record) error { e.printRecord(r.ID, rec); return nil }
 	} else if !e.dryRun {
 		// stdout is for the final JSON; tell the person what the run waits for.
-		p.OnRecord = func(rec runs.Record) error {
-			if rec.Type == runs.RecordQuestion && rec.Question != nil {
-				fmt.Fprintf(e.stdio.Err, "mcp-host: run %s asks: %s; answer with: mcp-host answer %s <answer>\n", r.ID, rec.Question.Text, r.ID)
-			}
-			return nil
-		}
+		p.OnRecord = func(rec runs.Record) error { e.askedOnStderr(r.ID, rec); return nil }
 	}
 	if e.dryRun {
 		// Nothing outside this process can answer a dry run: read answers
@@ -152,6 +142,14 @@ func (e *env) attached(ctx context.Context, re *host.Host, r *runs.Run) error {
 		return e.interrupted(re, r.ID)
 	}
 	return e.finished(done)
+}
+
+// askedOnStderr tells the person what a run followed with --json asks
+// (stdout is for the final JSON).
+func (e *env) askedOnStderr(id string, rec runs.Record) {
+	if rec.Type == runs.RecordQuestion && rec.Question != nil {
+		fmt.Fprintf(e.stdio.Err, "mcp-host: run %s asks: %s; answer with: mcp-host answer %s <answer>\n", id, rec.Question.Text, id)
+	}
 }
 
 // interrupted handles Ctrl-C on an attached run: a run executing here is

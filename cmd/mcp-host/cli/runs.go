@@ -61,6 +61,9 @@ func (e *env) runsCommand() *cobra.Command {
 					if r.Question != nil {
 						note = "asks: " + r.Question.Text
 					}
+					if r.Stalled != "" {
+						note = r.Stalled
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Status, r.CreatedAt.Local().Format(time.DateTime), text.OneLine(note, 60))
 				}
 				if err := tw.Flush(); err != nil {
@@ -138,6 +141,7 @@ func (e *env) printRun(r *runs.Run) {
 	if r.OwnerPID != 0 {
 		row("owner", fmt.Sprintf("pid %d", r.OwnerPID))
 	}
+	row("stalled", r.Stalled)
 	if !r.WakeAt.IsZero() {
 		row("wakes", ts(r.WakeAt))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/workspace"
@@ -37,7 +38,9 @@ type workspaceStatus struct {
 	Worker    lockStatus            `json:"worker"`
 	Counts    store.Counts          `json:"counts"`
 	Schedules []automations.Summary `json:"schedules"`
-	Error     string                `json:"error,omitempty"`
+	// Stalled are the runs nobody executes (owner gone, or queued).
+	Stalled []runs.StalledRun `json:"stalled"`
+	Error   string            `json:"error,omitempty"`
 }
 
 type statusReport struct {
@@ -78,6 +81,9 @@ func (e *env) statusCommand() *cobra.Command {
 				e.printf("  runs %d · automations %d · sessions %d\n", w.Counts.Runs, w.Counts.Automations, w.Counts.Sessions)
 				for _, a := range w.Schedules {
 					e.printf("  %s\n", scheduleLine(a))
+				}
+				for _, r := range w.Stalled {
+					e.printf("  run %s (%s) %s: %s\n", r.ID, r.Target, r.Status, r.Note)
 				}
 				if w.Error != "" {
 					e.printf("  error       %s\n", w.Error)
@@ -162,7 +168,7 @@ func describeDuty(ctx context.Context, dir, name string, leases store.LeaseStore
 // readStore fills st's counts and schedules from a workspace's database,
 // opened read-only.
 func readStore(ctx context.Context, p string, st *workspaceStatus) error {
-	st.Schedules = []automations.Summary{}
+	st.Schedules, st.Stalled = []automations.Summary{}, []runs.StalledRun{}
 	if _, err := os.Lstat(p); err != nil {
 		return nil
 	}
@@ -177,9 +183,15 @@ func readStore(ctx context.Context, p string, st *workspaceStatus) error {
 	if st.Counts, err = s.Counts(ctx); err != nil {
 		return err
 	}
-	st.Schedules, err = automations.Summaries(ctx, s)
+	if st.Schedules, err = automations.Summaries(ctx, s); err != nil {
+		return err
+	}
+	st.Stalled, err = runs.Stalled(ctx, s, filepath.Join(filepath.Dir(p), "locks"), maxStalledShown)
 	return err
 }
+
+// maxStalledShown bounds the stalled runs status lists per workspace.
+const maxStalledShown = 20
 
 // scheduleLine is one automation as status and list print it:
 // key, schedule, target, last and next times.

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +10,6 @@ import (
 	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/store/memory"
 )
 
 func (e *env) watchCommand() *cobra.Command {
@@ -71,11 +69,7 @@ func (e *env) answerCommand() *cobra.Command {
 				}
 				// The run is runnable again: a worker resumes it unless a peer
 				// (the attached `run` that launched it, a serve) does first.
-				if _, inMemory := re.Store.(*memory.Store); !inMemory && !e.dryRun {
-					if _, err := startWorker(e, re); err != nil {
-						fmt.Fprintf(e.stdio.Err, "mcp-host: no worker could be started (%v); the run resumes in the next mcp-host for this workspace (mcp-host worker)\n", err)
-					}
-				}
+				e.ensureWorker(re, "run "+r.ID)
 				if e.json {
 					return e.printJSON(r)
 				}
