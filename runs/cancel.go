@@ -40,7 +40,13 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
 	if x != nil {
 		x.cancel(errCancelRequested)
 	} else if lock, err := e.locker.tryLock(id); err == nil {
-		e.settleOrphanCancel(ctx, id, lock)
+		// An orphan with finally steps is adopted: they run, then it
+		// settles cancelled.
+		if cur, err := e.st.GetRun(ctx, id); err == nil && cur.Status == store.RunRunning && hasFinally(cur, nil) && e.startExecution(id, lock, nil, nil) {
+			e.kickLoop()
+		} else {
+			e.settleOrphanCancel(ctx, id, lock)
+		}
 	}
 	r, err = e.st.GetRun(ctx, id)
 	if err != nil {
