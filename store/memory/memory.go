@@ -22,6 +22,7 @@ type Store struct {
 	runs     runsData
 	autos    automationsData
 	sessions sessionsData
+	outbox   outboxData
 }
 
 // New returns an empty store.
@@ -30,6 +31,7 @@ func New() *Store {
 	s.runs.init()
 	s.autos.init()
 	s.sessions.init()
+	s.outbox.init()
 	return s
 }
 
