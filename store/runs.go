@@ -172,9 +172,9 @@ type ParkParams struct {
 	Question *Question // nil: a durable sleep
 	WakeAt   time.Time // zero: only an answer wakes it
 	Now      time.Time // the write's time; zero: the current time
-	// Notify, when set, is enqueued in the outbox with the park (see
+	// Notify are enqueued in the outbox with the park (see
 	// OutboxStore.EnqueueNotification): a person is told once.
-	Notify *Notification
+	Notify []*Notification
 }
 
 // SettleParams end a run.
@@ -184,9 +184,9 @@ type SettleParams struct {
 	Status RunStatus // succeeded, failed or cancelled
 	Result json.RawMessage
 	Error  string
-	// Notify, when set, is enqueued in the outbox with the settle (see
+	// Notify are enqueued in the outbox with the settle (see
 	// ParkParams.Notify).
-	Notify *Notification
+	Notify []*Notification
 	// Journal, when set, is the run's output journal, kept with the run:
 	// an owner that wrote nothing while the run executed stores it here
 	// instead of creating a file.

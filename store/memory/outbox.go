@@ -23,19 +23,22 @@ type outboxData struct {
 
 func (o *outboxData) init() { o.byID = map[string]*outboxRow{} }
 
-// plan checks n and returns what enqueues it (nothing when n is nil or
-// its id is taken). It runs under the store's lock.
-func (o *outboxData) plan(n *store.Notification, now time.Time) (func(), error) {
-	if n == nil {
-		return func() {}, nil
-	}
-	row, err := store.PrepareNotification(n, now)
-	if err != nil {
-		return nil, err
+// plan checks ns and returns what enqueues them (skipping ids already
+// taken). It runs under the store's lock.
+func (o *outboxData) plan(ns []*store.Notification, now time.Time) (func(), error) {
+	rows := make([]*store.Notification, 0, len(ns))
+	for _, n := range ns {
+		row, err := store.PrepareNotification(n, now)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
 	}
 	return func() {
-		if _, ok := o.byID[row.ID]; !ok {
-			o.byID[row.ID] = &outboxRow{n: *row}
+		for _, row := range rows {
+			if _, ok := o.byID[row.ID]; !ok {
+				o.byID[row.ID] = &outboxRow{n: *row}
+			}
 		}
 	}, nil
 }
@@ -43,7 +46,7 @@ func (o *outboxData) plan(n *store.Notification, now time.Time) (func(), error) 
 func (s *Store) EnqueueNotification(ctx context.Context, n *store.Notification) (bool, error) {
 	var added bool
 	err := s.write(ctx, "notify.enqueue", func() error {
-		enqueue, err := s.outbox.plan(n, time.Time{})
+		enqueue, err := s.outbox.plan([]*store.Notification{n}, time.Time{})
 		if err != nil {
 			return err
 		}

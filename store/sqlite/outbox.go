@@ -45,11 +45,14 @@ func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, n *store.Notification
 // callers inside a run transition ignore it.
 var errTaken = errors.New("notification id taken")
 
-func ignoreTaken(err error) error {
-	if errors.Is(err, errTaken) {
-		return nil
+// enqueueAllTx enqueues ns inside tx; ids already taken are skipped.
+func (s *Store) enqueueAllTx(ctx context.Context, tx *sql.Tx, ns []*store.Notification, now time.Time) error {
+	for _, n := range ns {
+		if err := s.enqueueTx(ctx, tx, n, now); err != nil && !errors.Is(err, errTaken) {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 func (s *Store) EnqueueNotification(ctx context.Context, n *store.Notification) (bool, error) {

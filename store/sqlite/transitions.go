@@ -124,7 +124,7 @@ func (s *Store) ParkRun(ctx context.Context, p store.ParkParams) (*store.Run, er
 		if err != nil {
 			return nil, err
 		}
-		return r, ignoreTaken(s.enqueueTx(ctx, tx, p.Notify, p.Now))
+		return r, s.enqueueAllTx(ctx, tx, p.Notify, p.Now)
 	})
 }
 
@@ -147,7 +147,7 @@ func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run
 		if err := s.recordAllTx(ctx, tx, store.WriteLedger(p.ID, p.Claim, p.Now, p.Ledger)); err != nil {
 			return nil, err
 		}
-		return r, ignoreTaken(s.enqueueTx(ctx, tx, p.Notify, p.Now))
+		return r, s.enqueueAllTx(ctx, tx, p.Notify, p.Now)
 	})
 }
 

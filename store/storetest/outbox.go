@@ -118,18 +118,18 @@ func testOutboxWithRunWrites(t *testing.T, s store.Store) {
 	if _, err := s.StartStep(ctx, store.StepStart{RunID: r.ID, Claim: "c", Path: "s", Position: 1, Kind: "ask", Now: tNow}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ParkRun(ctx, store.ParkParams{ID: r.ID, Claim: "c", Question: q, Now: tNow, Notify: note("run.waiting:run_n:q1")}); err != nil {
+	if _, err := s.ParkRun(ctx, store.ParkParams{ID: r.ID, Claim: "c", Question: q, Now: tNow, Notify: []*store.Notification{note("run.waiting:run_n:q1")}}); err != nil {
 		t.Fatal(err)
 	}
 	// A refused settle enqueues nothing.
-	if _, err := s.SettleRun(ctx, store.SettleParams{ID: r.ID, Claim: "wrong", Status: store.RunFailed, Now: tNow, Notify: note("run.failed:run_n")}); !errors.Is(err, store.ErrNotOwner) {
+	if _, err := s.SettleRun(ctx, store.SettleParams{ID: r.ID, Claim: "wrong", Status: store.RunFailed, Now: tNow, Notify: []*store.Notification{note("run.failed:run_n")}}); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("settle by a stranger: %v", err)
 	}
 	if _, err := s.AnswerRun(ctx, store.AnswerParams{ID: r.ID, QuestionID: "q1", Answer: "no", Now: tNow}); err != nil {
 		t.Fatal(err)
 	}
 	mustClaim(t, s, r.ID, "d")
-	if _, err := s.SettleRun(ctx, store.SettleParams{ID: r.ID, Claim: "d", Status: store.RunFailed, Error: "x", Now: tNow, Notify: note("run.failed:run_n")}); err != nil {
+	if _, err := s.SettleRun(ctx, store.SettleParams{ID: r.ID, Claim: "d", Status: store.RunFailed, Error: "x", Now: tNow, Notify: []*store.Notification{note("run.failed:run_n")}}); err != nil {
 		t.Fatal(err)
 	}
 	ns, err := s.Notifications(ctx, 10)
