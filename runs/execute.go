@@ -250,7 +250,9 @@ func (x *execution) storeFailed(what string, err error) flow {
 func (x *execution) settle(status store.RunStatus, result json.RawMessage, errText string) {
 	end := Record{Type: RecordEnd, Status: string(status), Result: result, Error: errText}
 	journal, inline := x.j.inline(end)
-	r, err := x.e.st.SettleRun(x.sctx(), store.SettleParams{ID: x.id, Claim: x.claim, Status: status, Result: result, Error: errText, Ledger: x.pending, Journal: journal, Now: x.e.now()})
+	now := x.e.now()
+	notify := x.e.notifications(NotifyEvent{Run: x.run, Status: status, Error: errText, Now: now})
+	r, err := x.e.st.SettleRun(x.sctx(), store.SettleParams{ID: x.id, Claim: x.claim, Status: status, Result: result, Error: errText, Ledger: x.pending, Journal: journal, Now: now, Notify: notify})
 	if err != nil {
 		x.storeFailed("settle run", err)
 		return

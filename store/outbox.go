@@ -71,6 +71,9 @@ type OutboxStore interface {
 	// wrapping ErrNotOwner. It also prunes sent and dropped rows older
 	// than NotificationKeep, a bounded batch at a time.
 	RecordNotification(ctx context.Context, o NotificationOutcome) error
+	// NextNotification is the earliest NextAt of the pending rows (ok
+	// false when there is none); a read, for a sender to sleep until.
+	NextNotification(ctx context.Context) (next time.Time, ok bool, err error)
 	// Notifications lists up to limit rows, newest first.
 	Notifications(ctx context.Context, limit int) ([]*Notification, error)
 }
@@ -79,13 +82,17 @@ type OutboxStore interface {
 const NotificationKeep = 7 * 24 * time.Hour
 
 // PrepareNotification checks n and returns the row to store: pending,
-// due at now, no attempts yet. Every backend calls it.
+// due at once, no attempts yet, created at n.CreatedAt, else now (else
+// the current time). Every backend calls it.
 func PrepareNotification(n *Notification, now time.Time) (*Notification, error) {
-	if n.ID == "" || len(n.ID) > 512 || n.Kind == "" {
+	if n == nil || n.ID == "" || len(n.ID) > 512 || n.Kind == "" {
 		return nil, fmt.Errorf("enqueue notification: needs an id (at most 512 bytes) and a kind")
 	}
 	if len(n.Payload) > MaxNotificationPayload || !json.Valid(n.Payload) {
 		return nil, fmt.Errorf("enqueue notification %s: the payload must be JSON of at most %d bytes", n.ID, MaxNotificationPayload)
+	}
+	if !n.CreatedAt.IsZero() {
+		now = n.CreatedAt
 	}
 	now = Millis(At(now))
 	return &Notification{ID: n.ID, Kind: n.Kind, Payload: append(json.RawMessage(nil), n.Payload...), CreatedAt: now, NextAt: now, State: NotifyPending}, nil

@@ -50,7 +50,7 @@ func (s *Store) EnqueueNotification(ctx context.Context, n *store.Notification) 
 		if err != nil {
 			return err
 		}
-		_, taken := s.outbox.byID[n.ID]
+		_, taken := s.outbox.byID[n.ID] // n is valid: plan checked it
 		enqueue()
 		added = !taken
 		return nil
@@ -120,4 +120,18 @@ func (s *Store) Notifications(ctx context.Context, limit int) ([]*store.Notifica
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
 	})
 	return out[:min(len(out), max(limit, 0))], err
+}
+
+func (s *Store) NextNotification(ctx context.Context) (time.Time, bool, error) {
+	var next time.Time
+	var ok bool
+	err := s.read(func() error {
+		for _, r := range s.outbox.byID {
+			if r.n.State == store.NotifyPending && (!ok || r.n.NextAt.Before(next)) {
+				next, ok = r.n.NextAt, true
+			}
+		}
+		return nil
+	})
+	return next, ok, err
 }

@@ -18,15 +18,12 @@ var (
 	qNotificationClaim   = prepared("SELECT " + notificationCols + ", claim FROM notifications WHERE id = ?")
 	qRecordNotification  = prepared("UPDATE notifications SET attempts = ?, next_at = ?, last_error = ?, state = ?, claim = '', claim_until = 0, done_at = ? WHERE id = ?")
 	qPruneNotifications  = prepared("DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE state IN ('sent', 'dropped') AND done_at < ? LIMIT ?)")
+	qNextNotification    = prepared("SELECT min(next_at) FROM notifications WHERE state = 'pending'")
 	qListNotifications   = prepared("SELECT " + notificationCols + " FROM notifications ORDER BY created_at DESC, id DESC LIMIT ?")
 )
 
-// enqueueTx adds n to the outbox inside tx (nothing when n is nil or its
-// id is taken).
+// enqueueTx adds n to the outbox inside tx; errTaken when its id is.
 func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, n *store.Notification, now time.Time) error {
-	if n == nil {
-		return nil
-	}
 	row, err := store.PrepareNotification(n, now)
 	if err != nil {
 		return err
@@ -126,4 +123,12 @@ func (s *Store) RecordNotification(ctx context.Context, o store.NotificationOutc
 func (s *Store) Notifications(ctx context.Context, limit int) ([]*store.Notification, error) {
 	rows, err := s.query(ctx, qListNotifications, max(limit, 0))
 	return scanRows(rows, err, func(r rowScanner) (*store.Notification, error) { return scanNotification(r) }, nil)
+}
+
+func (s *Store) NextNotification(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullInt64
+	if err := s.queryRow(ctx, qNextNotification).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("read the next notification: %w", err)
+	}
+	return millisTime(next.Int64), next.Valid, nil
 }

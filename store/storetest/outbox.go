@@ -69,6 +69,9 @@ func testOutboxClaimRetrySend(t *testing.T, s store.Store) {
 	if err := s.RecordNotification(ctx, store.NotificationOutcome{ID: first, Claim: "c1", Now: now, Error: "HTTP 500", NextAt: retry}); err != nil {
 		t.Fatal(err)
 	}
+	if next, ok, err := s.NextNotification(ctx); err != nil || !ok || !next.Before(retry) {
+		t.Fatalf("next notification: %v %v %v; want the unclaimed one, due before %v", next, ok, err, retry)
+	}
 	if err := s.RecordNotification(ctx, store.NotificationOutcome{ID: first, Claim: "c1", Now: now, Sent: true}); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("record without the claim: %v, want ErrNotOwner", err)
 	}
@@ -101,6 +104,9 @@ func testOutboxClaimRetrySend(t *testing.T, s store.Store) {
 	}
 	if states[first] != store.NotifySent || states[second] != store.NotifyDropped {
 		t.Fatalf("states: %v", states)
+	}
+	if _, ok, err := s.NextNotification(ctx); err != nil || ok {
+		t.Fatalf("next notification with none pending: %v %v", ok, err)
 	}
 	if got, _ := s.ClaimNotifications(ctx, store.ClaimNotificationsParams{Claim: "c5", Now: later.Add(time.Hour), Lease: time.Minute, Limit: 10}); len(got) != 0 {
 		t.Fatalf("sent or dropped rows were claimed: %+v", got)
