@@ -92,6 +92,7 @@ func (x *execution) execute() {
 	x.j = e.openJournal(x.id)
 	defer x.j.close()
 	x.noteClaim(c)
+	e.log.Info("run executing", "run", x.id, "target", c.Run.Target, "trigger", c.Run.Trigger.Kind, "was", c.PrevStatus)
 	if x.claimed == nil {
 		e.changed(x.id) // Launch announced a run it stored claimed already
 	}
@@ -259,6 +260,7 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 	}
 	x.pending = nil
 	x.run = r
+	x.e.log.Info("run settled", "run", x.id, "target", r.Target, "status", status, "error", errText)
 	if inline {
 		x.j.stored()
 		return

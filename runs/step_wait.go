@@ -38,6 +38,7 @@ func (x *execution) park(q *store.Question, wake time.Time) flow {
 		return x.storeFailed("park run", err)
 	}
 	x.run = r
+	x.e.log.Info("run waiting", "run", x.id, "target", r.Target, "question", q != nil, "wake", wake)
 	if q != nil {
 		x.j.add(Record{Type: RecordQuestion, Step: q.Step, Question: q, Text: q.Text})
 	} else {
