@@ -185,3 +185,35 @@ finally:
 		t.Fatalf("report.txt = %q", got)
 	}
 }
+
+// A run waiting on a question, cancelled: its finally steps run (the
+// question is closed), then it settles cancelled.
+func TestFinallyAfterCancelOfAWaitingRun(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"ask.yaml": `
+steps:
+  - id: confirm
+    ask: "Go on?"
+finally:
+  - id: report
+    exec: ["sh", "-c", 'echo "${{ run.status }} [${{ steps.confirm.answer }}]" >> report.txt']
+`})
+	p := te.wait(te.e, te.launch("ask", "").ID)
+	if p.Status != store.RunWaiting || p.Question == nil {
+		t.Fatalf("not waiting: %s", p.Status)
+	}
+	c, err := te.e.Cancel(te.ctx, p.ID)
+	if err != nil || c.Status.Settled() || !c.CancelRequested || c.Question != nil {
+		t.Fatalf("cancel: %+v %v", c, err)
+	}
+	done := te.wait(te.e, p.ID)
+	if done.Status != store.RunCancelled || stepOf(t, done, "report").Status != StepSucceeded {
+		t.Fatalf("after cancel: %s %s", done.Status, stepStatuses(done))
+	}
+	if got := te.read("report.txt"); got != "cancelled []\n" {
+		t.Fatalf("report.txt = %q", got)
+	}
+	if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: p.ID, QuestionID: p.Question.ID, Answer: "yes"}); err == nil {
+		t.Fatal("answering the cancelled run's question was accepted")
+	}
+}

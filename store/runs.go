@@ -341,6 +341,11 @@ type RunStore interface {
 	// (its question closed); a running one gets CancelRequested for its
 	// owner to act on. A settled run gives a *RunStateError.
 	CancelRun(ctx context.Context, id, reason string) (*Run, error)
+	// CancelToFinish is CancelRun for a run with `finally:` steps to run:
+	// a waiting run is not cancelled at once but gets CancelRequested, its
+	// question closed and its wake time set to now, so a peer claims it,
+	// runs the finally steps and settles it cancelled.
+	CancelToFinish(ctx context.Context, id, reason string) (*Run, error)
 
 	// StartStep records a step call's start (before its effect), after
 	// p.Ledger. A call already started is started again (Starts + 1,

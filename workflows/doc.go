@@ -79,7 +79,9 @@
 // `finally:` is a second list of steps (same format; ids unique across both
 // lists) that runs once the steps are done, whether they succeeded, failed
 // or were cancelled; each finally step runs once, also when another process
-// adopts the run. A cancel does not stop them (their timeouts do); an ask
+// adopts the run; a run cancelled while it waits (on a question or a sleep)
+// is resumed to run them, one cancelled while still queued runs none. A
+// cancel does not stop them (their timeouts do); an ask
 // or sleep among them cannot wait once the run is cancelled and is skipped.
 // A failing finally step does not stop the others, and fails a run that
 // had succeeded. They see run.status ("succeeded", "failed", "cancelled")

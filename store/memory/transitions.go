@@ -90,6 +90,11 @@ func (s *Store) CancelRun(ctx context.Context, id, reason string) (*store.Run, e
 	return s.runWrite(ctx, "run.cancel", id, runOnly(store.ApplyCancel, p))
 }
 
+func (s *Store) CancelToFinish(ctx context.Context, id, reason string) (*store.Run, error) {
+	p := store.CancelParams{ID: id, Reason: reason}
+	return s.runWrite(ctx, "run.cancel", id, runOnly(store.ApplyCancelToFinish, p))
+}
+
 func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run, error) {
 	return ownerResult(s.runWrite(ctx, "run.settle", p.ID, func(cur *store.Run) (*store.Run, func(), error) {
 		r, err := store.ApplySettle(cur, p)

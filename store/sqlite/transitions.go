@@ -138,6 +138,11 @@ func (s *Store) CancelRun(ctx context.Context, id, reason string) (*store.Run, e
 	return s.runWrite(ctx, "run.cancel", id, readRun, runOnly(store.ApplyCancel, p))
 }
 
+func (s *Store) CancelToFinish(ctx context.Context, id, reason string) (*store.Run, error) {
+	p := store.CancelParams{ID: id, Reason: reason}
+	return s.runWrite(ctx, "run.cancel", id, readRun, runOnly(store.ApplyCancelToFinish, p))
+}
+
 func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run, error) {
 	return s.runWrite(ctx, "run.settle", p.ID, readOwned, func(tx *sql.Tx, cur *store.Run) (*store.Run, error) {
 		r, err := store.ApplySettle(cur, p)
