@@ -190,5 +190,5 @@ func (s *Scheduler) fireArmed(ctx context.Context) {
 		}
 	}
 	s.mu.Unlock()
-	s.log.Debug("fired prepared slot", "slot", armed.at, "fires", len(ps), "refused", refused, "lag", s.cfg.Clock.Now().Sub(armed.at))
+	s.log.Info("fired prepared slot", "slot", armed.at, "fires", len(ps), "refused", refused, "lag", s.cfg.Clock.Now().Sub(armed.at))
 }

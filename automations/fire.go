@@ -91,6 +91,7 @@ func (s *Scheduler) fire(ctx context.Context, a *store.Automation, p store.FireP
 	}
 	if !res.AlreadyFired && res.Run != nil {
 		s.watchFor(a.ID, res.Run.ID)
+		s.log.Info("fired", "automation", a.Key, "slot", p.Nominal, "run", res.Run.ID)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cairnhq/cairn/notify"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/workspace"
 )
@@ -33,6 +34,7 @@ type Settings struct {
 	Journal   JournalSettings   `yaml:"journal"`
 	Retention RetentionSettings `yaml:"retention"`
 	Env       EnvSettings       `yaml:"env"`
+	Notify    notify.Settings   `yaml:"notify"`
 }
 
 // JournalSettings is the journal: section: the caps of run output
@@ -116,6 +118,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Env.check(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.Notify.Validate(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	return s, nil

@@ -87,7 +87,8 @@ type Host struct {
 	// delete) and, between Start and Stop, every retention.interval.
 	Retention *retention.Collector
 
-	gc *retention.Loop // nil when retention.interval is 0
+	gc       *retention.Loop // nil when retention.interval is 0
+	notifier *notifier       // nil when notify: sets no channel
 
 	log     *slog.Logger
 	scratch string // a dry run's private locks folder, outside the state root
@@ -156,12 +157,15 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if !inMemory {
 		guard.Path = ws.StateDir
 	}
-	h.Runs, err = runs.New(runs.Options{
+	runOpts := runs.Options{
 		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log, DiskGuard: guard,
 		InMemory: inMemory, StopGrace: cfg.StopGrace, OnChange: cfg.OnRunChange,
 		JournalRunCap: int64(settings.Journal.PerRun), JournalLineCap: int(settings.Journal.PerLine),
 		EnvPass: settings.Env.Pass,
-	})
+	}
+	h.notifier = h.newNotifier(settings.Notify, clk)
+	h.notifier.runOptions(&runOpts)
+	h.Runs, err = runs.New(runOpts)
 	if err != nil {
 		h.Close()
 		return nil, err
@@ -265,6 +269,9 @@ func (h *Host) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if h.notifier != nil {
+		h.notifier.outbox.Start(ctx) //nolint:errcheck // returns nil
+	}
 	h.started = true
 	return nil
 }
@@ -272,6 +279,9 @@ func (h *Host) Start(ctx context.Context) error {
 // Stop stops the scheduler and the run engine: runs still executing are
 // released for a peer to adopt. It is idempotent and waits.
 func (h *Host) Stop() {
+	if h.notifier != nil {
+		h.notifier.outbox.Stop()
+	}
 	if h.gc != nil {
 		h.gc.Stop()
 	}

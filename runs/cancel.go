@@ -2,14 +2,16 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 )
 
-// Cancel cancels a run. A queued or waiting run is cancelled at once; a
-// running one is stopped by its owner within about CancelPoll (its step's
+// Cancel cancels a run. A queued or waiting run is cancelled at once
+// (a waiting run with finally steps is resumed instead, to run them and
+// settle cancelled); a running one is stopped by its owner within about CancelPoll (its step's
 // process group gets SIGTERM, then SIGKILL after KillGrace); a running run
 // whose owner died is cancelled here. A settled run gives a *StateError.
 func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
@@ -17,11 +19,21 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
 		return nil, err
 	}
 	reason := fmt.Sprintf("cancelled (requested by pid %d)", e.pid)
-	r, err := e.st.CancelRun(ctx, id, reason)
+	cancel := e.st.CancelRun
+	if cur, err := e.st.GetRun(ctx, id); err == nil && cur.Status == store.RunWaiting && hasFinally(cur, nil) {
+		cancel = e.st.CancelToFinish // runnable now: its finally steps run, here or in a peer
+	}
+	r, err := cancel(ctx, id, reason)
 	if err != nil {
 		return nil, err
 	}
 	e.changed(id)
+	if r.Status == store.RunWaiting {
+		if _, err := e.resume(ctx, id); err != nil && !errors.Is(err, ErrStopped) {
+			e.log.Warn("resume cancelled run", "run", id, "err", err)
+		}
+		return e.view(ctx, r, true)
+	}
 	if r.Status == store.RunCancelled {
 		w := e.openJournal(id)
 		if size, err := e.journals.size(id); err == nil && size == 0 {
@@ -40,7 +52,13 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
 	if x != nil {
 		x.cancel(errCancelRequested)
 	} else if lock, err := e.locker.tryLock(id); err == nil {
-		e.settleOrphanCancel(ctx, id, lock)
+		// An orphan with finally steps is adopted: they run, then it
+		// settles cancelled.
+		if cur, err := e.st.GetRun(ctx, id); err == nil && cur.Status == store.RunRunning && hasFinally(cur, nil) && e.startExecution(id, lock, nil, nil) {
+			e.kickLoop()
+		} else {
+			e.settleOrphanCancel(ctx, id, lock)
+		}
 	}
 	r, err = e.st.GetRun(ctx, id)
 	if err != nil {

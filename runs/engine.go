@@ -42,6 +42,10 @@ type Options struct {
 	// and, while the peer loop runs, when it notices a change made by
 	// another process.
 	OnChange func(runID string)
+	// Notify, when set, gives the outbox rows to write with a run's park
+	// on a question and with its settle (store.ParkParams.Notify): the
+	// host's notify settings decide (package notify).
+	Notify func(NotifyEvent) []*store.Notification
 	// DiskGuard refuses Launch when the state disk is nearly full; default
 	// a guard of Workspace.StateDir (none when InMemory).
 	DiskGuard *diskfree.Guard

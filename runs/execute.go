@@ -26,6 +26,9 @@ type execution struct {
 	lock   unlocker
 	ctx    context.Context // ends on cancel request, engine stop, or loss of the claim
 	cancel context.CancelCauseFunc
+	// hard ends on engine stop or loss of the claim only: `finally:` steps
+	// run under it, so a cancel does not cut them short.
+	hard context.Context
 	// claimed is the run as Launch stored it, already claimed by us, and
 	// launched what Launch parsed (the same bytes as its literals).
 	claimed  *store.Run
@@ -52,6 +55,12 @@ type execution struct {
 	// pending are call outcomes in x.ledger not written yet: they are
 	// written with the settle, or before any other write (see record).
 	pending []store.StepFinish
+	// status is run.status as expressions see it: "running" during the
+	// steps, then their outcome for the finally steps; failedStep and
+	// failure name the step that failed the run and why.
+	status     string
+	failedStep string
+	failure    string
 }
 
 // flow is what a step tells the run loop.
@@ -63,6 +72,7 @@ const (
 	flowCancel              // settle cancelled
 	flowRelease             // the engine stops: release the run for another peer
 	flowLost                // the run is not ours any more: stop writing
+	flowFailed              // a step failed the run (failedStep, failure): run the finally steps, settle failed
 )
 
 // sctx is the context of store writes: they must complete even when the
@@ -92,11 +102,12 @@ func (x *execution) execute() {
 	x.j.redact = x.redact
 	defer x.j.close()
 	x.noteClaim(c)
+	e.log.Info("run executing", "run", x.id, "target", c.Run.Target, "trigger", c.Run.Trigger.Kind, "was", c.PrevStatus)
 	if x.claimed == nil {
 		e.changed(x.id) // Launch announced a run it stored claimed already
 	}
 
-	if c.Run.CancelRequested {
+	if c.Run.CancelRequested && !hasFinally(c.Run, x.launched) {
 		x.finishFlow(flowCancel)
 		return
 	}
@@ -106,6 +117,10 @@ func (x *execution) execute() {
 	} else {
 		l, err := parseLaunched(c.Run.Literals)
 		if err != nil {
+			if c.Run.CancelRequested {
+				x.finishFlow(flowCancel)
+				return
+			}
 			x.settle(store.RunFailed, nil, err.Error())
 			return
 		}
@@ -120,30 +135,43 @@ func (x *execution) execute() {
 			x.ledger[callKey{en.Path, en.Position}] = en
 		}
 	}
-	x.results = make(map[string]workflows.StepResult, len(x.wf.Steps))
+	x.results = make(map[string]workflows.StepResult, len(x.wf.Steps)+len(x.wf.Finally))
+	x.status = string(store.RunRunning)
+	if c.Run.CancelRequested {
+		x.replayResults() // cancelled while no process held it: straight to finally
+		x.conclude(flowCancel)
+		return
+	}
+	x.conclude(x.steps())
+}
+
+// steps runs the workflow's steps until one stops the run.
+func (x *execution) steps() flow {
 	for _, st := range x.wf.Steps {
 		if x.interrupted() {
-			x.finishFlow(x.interruption())
-			return
+			return x.interruption()
 		}
 		if f := x.step(st); f != flowNext {
-			x.finishFlow(f)
-			return
+			return f
 		}
 	}
-	var result json.RawMessage
-	if x.wf.Result != nil {
-		v, err := x.wf.Result.Eval(x.env())
-		if err != nil {
-			x.settle(store.RunFailed, nil, "result: "+err.Error())
-			return
-		}
-		if result, err = json.Marshal(v); err != nil {
-			x.settle(store.RunFailed, nil, "result: encode: "+err.Error())
-			return
-		}
+	return flowNext
+}
+
+// result evaluates the workflow's `result:`; errText says why it could
+// not.
+func (x *execution) result() (result json.RawMessage, errText string) {
+	if x.wf.Result == nil {
+		return nil, ""
 	}
-	x.settle(store.RunSucceeded, result, "")
+	v, err := x.wf.Result.Eval(x.env())
+	if err != nil {
+		return nil, "result: " + err.Error()
+	}
+	if result, err = json.Marshal(v); err != nil {
+		return nil, "result: encode: " + err.Error()
+	}
+	return result, ""
 }
 
 // noteClaim writes the journal's first record, and says who resumed the
@@ -235,13 +263,16 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 	result, errText = x.redact.raw(result), x.redact.str(errText)
 	end := Record{Type: RecordEnd, Status: string(status), Result: result, Error: errText}
 	journal, inline := x.j.inline(end)
-	r, err := x.e.st.SettleRun(x.sctx(), store.SettleParams{ID: x.id, Claim: x.claim, Status: status, Result: result, Error: errText, Ledger: x.pending, Journal: journal, Now: x.e.now()})
+	now := x.e.now()
+	notify := x.e.notifications(NotifyEvent{Run: x.run, Status: status, Error: errText, Now: now})
+	r, err := x.e.st.SettleRun(x.sctx(), store.SettleParams{ID: x.id, Claim: x.claim, Status: status, Result: result, Error: errText, Ledger: x.pending, Journal: journal, Now: now, Notify: notify})
 	if err != nil {
 		x.storeFailed("settle run", err)
 		return
 	}
 	x.pending = nil
 	x.run = r
+	x.e.log.Info("run settled", "run", x.id, "target", r.Target, "status", status, "error", errText)
 	if inline {
 		x.j.stored()
 		return
@@ -253,7 +284,7 @@ func (x *execution) env() workflows.Env {
 	return workflows.Env{
 		Input:   x.input,
 		Steps:   x.results,
-		Run:     workflows.RunInfo{ID: x.id, Target: x.run.Target, Trigger: x.run.Trigger.Kind},
+		Run:     workflows.RunInfo{ID: x.id, Target: x.run.Target, Trigger: x.run.Trigger.Kind, Status: x.status, FailedStep: x.failedStep},
 		Secrets: x.secrets,
 	}
 }
@@ -295,7 +326,7 @@ func (x *execution) step(st *workflows.Step) flow {
 			return flowCancel
 		}
 		x.results[st.ID] = resultOf(en)
-		if pos >= st.Retry.Attempts {
+		if pos >= st.Retry.Attempts || decodeRecord(en.Result).Final {
 			return x.failRun(st, en.Error)
 		}
 		pos++
@@ -311,14 +342,24 @@ func (x *execution) step(st *workflows.Step) flow {
 // failStep records a call that failed before anything was dispatched and
 // fails the run (one write: the outcome rides with the settle).
 func (x *execution) failStep(st *workflows.Step, pos int, errText string) flow {
-	x.record(st, pos, StepFailed, nil, errText)
+	// Final: a replay must not take this for a try that a retry follows.
+	en := x.record(st, pos, StepFailed, json.RawMessage(`{"final":true}`), errText)
+	x.results[st.ID] = resultOf(en)
 	x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "finished", Status: StepFailed, Error: errText})
 	return x.failRun(st, errText)
 }
 
+// failRun is st's failure after its last try: the run goes on when the
+// step says continue_on_error, and otherwise ends failed (after the
+// finally steps).
 func (x *execution) failRun(st *workflows.Step, errText string) flow {
-	x.settle(store.RunFailed, nil, fmt.Sprintf("step %s: %s", st.ID, errText))
-	return flowDone
+	if st.ContinueOnError {
+		return flowNext
+	}
+	if x.failedStep == "" {
+		x.failedStep, x.failure = st.ID, fmt.Sprintf("step %s: %s", st.ID, errText)
+	}
+	return flowFailed
 }
 
 // call executes call pos of st, or resumes it when en (started, never

@@ -38,5 +38,6 @@ func (x *execution) cutShort(st *workflows.Step, pos int, rec stepRecord) flow {
 	if g := x.finish(st, pos, StepCancelled, rec, "cancelled"); g != flowNext {
 		return g
 	}
+	x.results[st.ID] = resultOf(x.ledger[callKey{st.ID, pos}]) // for the finally steps
 	return flowCancel
 }

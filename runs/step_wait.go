@@ -28,11 +28,17 @@ func (x *execution) park(q *store.Question, wake time.Time) flow {
 	if f := x.flushPending(); f != flowNext {
 		return f
 	}
-	r, err := x.e.st.ParkRun(x.sctx(), store.ParkParams{ID: x.id, Claim: x.claim, Question: q, WakeAt: wake, Now: x.e.now()})
+	now := x.e.now()
+	var notify []*store.Notification
+	if q != nil {
+		notify = x.e.notifications(NotifyEvent{Run: x.run, Status: store.RunWaiting, Question: q, Now: now})
+	}
+	r, err := x.e.st.ParkRun(x.sctx(), store.ParkParams{ID: x.id, Claim: x.claim, Question: q, WakeAt: wake, Now: now, Notify: notify})
 	if err != nil {
 		return x.storeFailed("park run", err)
 	}
 	x.run = r
+	x.e.log.Info("run waiting", "run", x.id, "target", r.Target, "question", q != nil, "wake", wake)
 	if q != nil {
 		x.j.add(Record{Type: RecordQuestion, Step: q.Step, Question: q, Text: q.Text})
 	} else {

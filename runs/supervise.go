@@ -16,8 +16,10 @@ func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run, la
 	if e.stopped {
 		return false
 	}
-	ctx, cancel := context.WithCancelCause(e.base)
-	x := &execution{e: e, id: id, lock: lock, ctx: ctx, cancel: cancel, claimed: claimed, launched: launched}
+	hard, cancelHard := context.WithCancelCause(e.base)
+	ctx, cancelSoft := context.WithCancelCause(hard)
+	cancel := routeCancel(cancelSoft, cancelHard)
+	x := &execution{e: e, id: id, lock: lock, ctx: ctx, hard: hard, cancel: cancel, claimed: claimed, launched: launched}
 	if claimed != nil {
 		x.claim = claimed.Claim
 	} else {

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,11 @@ type Step struct {
 	Answer     *string   `json:"answer,omitempty"`      // ask
 	Until      time.Time `json:"until,omitzero"`        // sleep: the deadline
 	Error      string    `json:"error,omitempty"`
+
+	// OutputTail is the end of the step's output (stdout, then stderr;
+	// an http step's body): its last OutputTailLines lines, at most
+	// OutputTailBytes.
+	OutputTail string `json:"output_tail,omitempty"`
 }
 
 // stepRecord is a step call's result as the ledger keeps it.
@@ -60,6 +66,11 @@ type stepRecord struct {
 	Body            string    `json:"body,omitempty"`
 	BodyTruncated   bool      `json:"body_truncated,omitempty"`
 	Until           time.Time `json:"until,omitzero"`
+
+	// Final marks a failure recorded before anything was dispatched (a
+	// bad template, a condition that failed, a "fail" answer): no retry
+	// follows it.
+	Final bool `json:"final,omitempty"`
 }
 
 // stepDetail is what a step call records at its start.
@@ -112,7 +123,7 @@ func buildView(r *store.Run, ledger []*store.LedgerEntry, pending bool) *Run {
 	if pending && len(r.Literals) > 0 {
 		if wf, _, err := parseLiterals(r.Literals); err == nil {
 			order = order[:0]
-			for _, s := range wf.Steps {
+			for _, s := range slices.Concat(wf.Steps, wf.Finally) {
 				order = append(order, s.ID)
 				kinds[s.ID] = string(s.Kind)
 			}
@@ -133,6 +144,7 @@ func stepView(r *store.Run, e *store.LedgerEntry) Step {
 	s := Step{ID: e.Path, Kind: e.Kind, Attempts: e.Position, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Error: e.Error}
 	rec := decodeRecord(e.Result)
 	s.PID, s.ExitCode, s.StatusCode, s.Answer, s.Until = rec.PID, rec.ExitCode, rec.StatusCode, rec.Answer, rec.Until
+	s.OutputTail = outputTail(rec)
 	if s.Until.IsZero() {
 		s.Until = decodeDetail(e.Detail).Until
 	}

@@ -172,6 +172,9 @@ type ParkParams struct {
 	Question *Question // nil: a durable sleep
 	WakeAt   time.Time // zero: only an answer wakes it
 	Now      time.Time // the write's time; zero: the current time
+	// Notify are enqueued in the outbox with the park (see
+	// OutboxStore.EnqueueNotification): a person is told once.
+	Notify []*Notification
 }
 
 // SettleParams end a run.
@@ -181,6 +184,9 @@ type SettleParams struct {
 	Status RunStatus // succeeded, failed or cancelled
 	Result json.RawMessage
 	Error  string
+	// Notify are enqueued in the outbox with the settle (see
+	// ParkParams.Notify).
+	Notify []*Notification
 	// Journal, when set, is the run's output journal, kept with the run:
 	// an owner that wrote nothing while the run executed stores it here
 	// instead of creating a file.
@@ -335,6 +341,11 @@ type RunStore interface {
 	// (its question closed); a running one gets CancelRequested for its
 	// owner to act on. A settled run gives a *RunStateError.
 	CancelRun(ctx context.Context, id, reason string) (*Run, error)
+	// CancelToFinish is CancelRun for a run with `finally:` steps to run:
+	// a waiting run is not cancelled at once but gets CancelRequested, its
+	// question closed and its wake time set to now, so a peer claims it,
+	// runs the finally steps and settles it cancelled.
+	CancelToFinish(ctx context.Context, id, reason string) (*Run, error)
 
 	// StartStep records a step call's start (before its effect), after
 	// p.Ledger. A call already started is started again (Starts + 1,

@@ -40,6 +40,7 @@ type Store interface {
 	AutomationStore
 	SessionStore
 	LeaseStore
+	OutboxStore
 
 	// Outcome reports whether the write operation opID was committed. For
 	// an operation that is not in flight it is Committed or NotCommitted.

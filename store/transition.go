@@ -170,6 +170,20 @@ func ApplyCancel(cur *Run, p CancelParams) (*Run, error) {
 	return nil, &RunStateError{ID: cur.ID, Status: cur.Status, Op: "cancel"}
 }
 
+// ApplyCancelToFinish is ApplyCancel for a run with finally steps (see
+// RunStore.CancelToFinish): a waiting run is made runnable with its
+// cancel requested instead of being cancelled.
+func ApplyCancelToFinish(cur *Run, p CancelParams) (*Run, error) {
+	if cur.Status != RunWaiting {
+		return ApplyCancel(cur, p)
+	}
+	now := Millis(At(p.Now))
+	r := next(cur, now)
+	r.CancelRequested = true
+	r.Question, r.WakeAt = nil, now
+	return r, nil
+}
+
 // CheckCall refuses an empty step path or a position below 1. Backends
 // call it before they read anything.
 func CheckCall(runID, path string, pos int) error {

@@ -71,6 +71,22 @@
 //	dir: sub/dir                 exec, shell: working dir relative to the
 //	                             workspace (no "..", not absolute); may
 //	                             hold ${{ }}, checked when the step starts
+//	continue_on_error: true      when the step fails (after its retries) the
+//	                             run goes on; the step stays failed
+//	                             (steps.<id>.status == "failed")
+//
+// # Finally
+//
+// `finally:` is a second list of steps (same format; ids unique across both
+// lists) that runs once the steps are done, whether they succeeded, failed
+// or were cancelled; each finally step runs once, also when another process
+// adopts the run; a run cancelled while it waits (on a question or a sleep)
+// is resumed to run them, one cancelled while still queued runs none. A
+// cancel does not stop them (their timeouts do); an ask
+// or sleep among them cannot wait once the run is cancelled and is skipped.
+// A failing finally step does not stop the others, and fails a run that
+// had succeeded. They see run.status ("succeeded", "failed", "cancelled")
+// and run.failed_step (the id of the step that failed the run, else "").
 //
 // Durations are Go durations: 500ms, 30s, 5m, 1h30m.
 //
@@ -108,6 +124,7 @@
 //	                             env values, exec and shell arguments and http
 //	                             headers and body: resolved when the step
 //	                             starts, never stored, redacted from output
+//	run.status, run.failed_step  "running" and "" in the steps; see Finally
 //
 // A step that has not run reads as empty (exit_code, output and
 // status_code are nil); use ?. to reach into a possibly nil value

@@ -48,6 +48,12 @@ type RunInfo struct {
 	ID      string
 	Target  string
 	Trigger string
+
+	// Status is "running" during the steps; in `finally:` steps it is how
+	// the steps ended: "succeeded", "failed" or "cancelled".
+	Status string
+	// FailedStep is the id of the step that failed the run ("" when none).
+	FailedStep string
 }
 
 // exprEnv is the typed environment expressions are compiled against, so
@@ -77,6 +83,9 @@ type runView struct {
 	ID      string `expr:"id"`
 	Target  string `expr:"target"`
 	Trigger string `expr:"trigger"`
+
+	Status     string `expr:"status"`
+	FailedStep string `expr:"failed_step"`
 }
 
 func (env Env) view() exprEnv {

@@ -41,9 +41,9 @@ func Parse(name string, src []byte) (*Workflow, error) {
 }
 
 var (
-	topKeys  = []string{"name", "description", "input", "steps", "result", "on"}
+	topKeys  = []string{"name", "description", "input", "steps", "result", "on", "finally"}
 	kindKeys = []string{"exec", "shell", "ask", "sleep", "http"}
-	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default"}, kindKeys...)
+	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default", "continue_on_error"}, kindKeys...)
 	// keys that only some kinds take; the others are errors, so that a
 	// misplaced key is not silently ignored.
 	keyKinds = map[string][]StepKind{
@@ -64,6 +64,7 @@ type parser struct {
 	file  string
 	errs  []error
 	known map[string]bool // step ids declared in the file
+	lines map[string]int  // the line of each id in known
 }
 
 type entry struct{ key, val *yaml.Node }
@@ -135,9 +136,12 @@ func (p *parser) workflow(src []byte) *Workflow {
 		p.input(w, e.val)
 	}
 	if e, ok := m["steps"]; ok {
-		w.Steps = p.steps(e.val)
+		w.Steps = p.steps(e.val, "steps")
 	} else {
 		p.failf(root.Line, "", "missing `steps:`: a workflow needs at least one step")
+	}
+	if e, ok := m["finally"]; ok {
+		w.Finally = p.steps(e.val, "finally")
 	}
 	if e, ok := m["result"]; ok {
 		w.Result = p.template(e.val, "result")

@@ -202,7 +202,7 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", ok + "---\n" + ok, []string{"t.yaml:4: more than one YAML document"}},
 		{"not a mapping", "- id: x\n", []string{"t.yaml:1: expected a mapping, got a list"}},
 		{"unknown top key", ok + "reslt: x\n", []string{`t.yaml:4: unknown key "reslt" (did you mean "result"?)`}},
-		{"unknown key far", ok + "banana: 1\n", []string{`t.yaml:4: unknown key "banana" (known keys: name, description, input, steps, result, on)`}},
+		{"unknown key far", ok + "banana: 1\n", []string{`t.yaml:4: unknown key "banana" (known keys: name, description, input, steps, result, on, finally)`}},
 		{"duplicate top key", ok + "steps: []\n", []string{`t.yaml:4: duplicate key "steps" (first at line 1)`}},
 		{"no steps", "name: x\n", []string{"t.yaml:1: missing `steps:`"}},
 		{"empty steps", "steps: []\n", []string{"t.yaml:1: steps: must have at least one step"}},
@@ -289,6 +289,10 @@ func TestParseErrors(t *testing.T) {
 		{"on http scheme", "on:\n  - http: \"file:///etc/passwd\"\n" + ok, []string{`t.yaml:2: on[0]: http: bad URL "file:///etc/passwd": must start with http://`}},
 		{"on http creds", "on:\n  - http: \"https://u:p@example.com/\"\n" + ok, []string{`t.yaml:2: on[0]: http: bad URL "https://example.com/" (credentials removed)`}},
 		{"on http no host", "on:\n  - http: \"https:///x\"\n" + ok, []string{`t.yaml:2: on[0]: http: bad URL "https:///x": no host`}},
+		{"finally dup id", ok + "finally:\n  - id: x\n    exec: [\"true\"]\n", []string{`finally[0]: id: duplicate step id "x"`}},
+		{"finally empty", ok + "finally: []\n", []string{"finally: must have at least one step"}},
+		{"step names a finally step", "steps:\n  - id: a\n    exec: [\"echo\", \"${{ steps.f.stdout }}\"]\nfinally:\n  - id: f\n    exec: [\"true\"]\n", []string{`no step with id "f"`}},
+		{"continue_on_error not bool", "steps:\n  - id: a\n    exec: [\"true\"]\n    continue_on_error: maybe\n", []string{"continue_on_error"}},
 		{"several problems", "stepz: 1\nsteps:\n  - id: x\n    sleep: 0s\n", []string{`t.yaml:1: unknown key "stepz"`, `t.yaml:4: step "x": sleep: bad duration`}},
 	}
 	for _, tt := range tests {
@@ -429,5 +433,32 @@ func TestBadFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseFinallyAndContinueOnError(t *testing.T) {
+	t.Parallel()
+	w, err := Parse("t.yaml", []byte(`
+steps:
+  - id: ping
+    exec: ["false"]
+    continue_on_error: true
+finally:
+  - id: report
+    if: ${{ run.status == "failed" || steps.ping.status == "failed" }}
+    exec: ["echo", "${{ run.failed_step }}"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Steps) != 1 || !w.Steps[0].ContinueOnError || len(w.Finally) != 1 || w.Finally[0].ContinueOnError {
+		t.Fatalf("steps %+v finally %+v", w.Steps, w.Finally)
+	}
+	if s, ok := w.Step("report"); !ok || s != w.Finally[0] {
+		t.Fatalf("Step(report) = %v %v", s, ok)
+	}
+	ok, err := w.Finally[0].If.EvalBool(Env{Run: RunInfo{Status: "succeeded"}, Steps: map[string]StepResult{"ping": {Status: "failed"}}})
+	if err != nil || !ok {
+		t.Fatalf("if: %v %v", ok, err)
 	}
 }

@@ -11,21 +11,26 @@ import (
 	"github.com/cairnhq/cairn/internal/ids"
 )
 
-func (p *parser) steps(n *yaml.Node) []*Step {
+// steps parses a list of steps (list is "steps" or "finally"). Ids are
+// unique across lists; a list's expressions may name its own steps and
+// those of the lists parsed before it.
+func (p *parser) steps(n *yaml.Node, list string) []*Step {
 	if n.Kind != yaml.SequenceNode {
-		p.failf(n.Line, "steps", "expected a list of steps, got %s", kindName(n))
+		p.failf(n.Line, list, "expected a list of steps, got %s", kindName(n))
 		return nil
 	}
 	if len(n.Content) == 0 {
-		p.failf(n.Line, "steps", "must have at least one step")
+		p.failf(n.Line, list, "must have at least one step")
 		return nil
 	}
 	// First pass: the ids, so expressions can be checked against them.
-	p.known = map[string]bool{}
-	first := map[string]int{}
+	if p.known == nil {
+		p.known, p.lines = map[string]bool{}, map[string]int{}
+	}
+	first := p.lines
 	stepIDs := make([]string, len(n.Content)) // "" when missing or invalid
 	for i, s := range n.Content {
-		field := fmt.Sprintf("steps[%d]", i)
+		field := fmt.Sprintf("%s[%d]", list, i)
 		if s.Kind != yaml.MappingNode {
 			continue
 		}
@@ -57,7 +62,7 @@ func (p *parser) steps(n *yaml.Node) []*Step {
 	}
 	steps := make([]*Step, 0, len(n.Content))
 	for i, s := range n.Content {
-		if st := p.step(i, s, stepIDs[i]); st != nil {
+		if st := p.step(list, i, s, stepIDs[i]); st != nil {
 			steps = append(steps, st)
 		}
 	}
@@ -65,8 +70,8 @@ func (p *parser) steps(n *yaml.Node) []*Step {
 }
 
 // step parses one step; id is its valid, unique id or "" (already reported).
-func (p *parser) step(i int, n *yaml.Node, id string) *Step {
-	label := fmt.Sprintf("steps[%d]", i)
+func (p *parser) step(list string, i int, n *yaml.Node, id string) *Step {
+	label := fmt.Sprintf("%s[%d]", list, i)
 	if id != "" {
 		label = fmt.Sprintf("step %q", id)
 	}
@@ -134,6 +139,9 @@ func (p *parser) step(i int, n *yaml.Node, id string) *Step {
 		if b, ok := p.boolean(e.val, join(label, "safe_to_repeat")); ok {
 			st.SafeToRepeat = b
 		}
+	}
+	if e, ok := m["continue_on_error"]; ok {
+		st.ContinueOnError, _ = p.boolean(e.val, join(label, "continue_on_error"))
 	}
 	if e, ok := m["env"]; ok && slices.Contains(keyKinds["env"], st.Kind) {
 		st.Env = p.env(e.val, join(label, "env"))

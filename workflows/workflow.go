@@ -29,6 +29,11 @@ type Workflow struct {
 	schemaJSON []byte             // the input schema as JSON; nil when none
 	schema     *jsonschema.Schema // compiled input schema; nil when none
 	defaults   map[string]any     // top-level property defaults
+
+	// Finally are the `finally:` steps: they run once the steps are done,
+	// whether the run succeeded, failed or was cancelled (run.status and
+	// run.failed_step say which). Their ids are unique across both lists.
+	Finally []*Step
 }
 
 // StepKind is what a step does.
@@ -69,6 +74,10 @@ type Step struct {
 	Ask   *Ask          //
 	Sleep time.Duration // durable sleep
 	HTTP  *HTTPRequest  //
+
+	// ContinueOnError: when the step fails (after its retries) the run
+	// goes on; the step stays recorded failed (steps.ID.status).
+	ContinueOnError bool
 }
 
 // Retry says how often a failed step is tried (exec, shell, http).
@@ -121,11 +130,13 @@ type Trigger struct {
 	Line  int
 }
 
-// Step returns the step with the given id.
+// Step returns the step with the given id, among Steps and Finally.
 func (w *Workflow) Step(id string) (*Step, bool) {
-	for _, s := range w.Steps {
-		if s.ID == id {
-			return s, true
+	for _, list := range [][]*Step{w.Steps, w.Finally} {
+		for _, s := range list {
+			if s.ID == id {
+				return s, true
+			}
 		}
 	}
 	return nil, false

@@ -23,6 +23,7 @@ type Store struct {
 	autos    automationsData
 	sessions sessionsData
 	leases   map[string]store.Lease // by name; see leases.go
+	outbox   outboxData
 }
 
 // New returns an empty store.
@@ -31,6 +32,7 @@ func New() *Store {
 	s.runs.init()
 	s.autos.init()
 	s.sessions.init()
+	s.outbox.init()
 	return s
 }
 

@@ -70,7 +70,14 @@ func (s *Store) ClaimRun(ctx context.Context, p store.ClaimParams) (*store.Claim
 }
 
 func (s *Store) ParkRun(ctx context.Context, p store.ParkParams) (*store.Run, error) {
-	return ownerResult(s.runWrite(ctx, "run.park", p.ID, runOnly(store.ApplyPark, p)))
+	return ownerResult(s.runWrite(ctx, "run.park", p.ID, func(cur *store.Run) (*store.Run, func(), error) {
+		r, err := store.ApplyPark(cur, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		enqueue, err := s.outbox.plan(p.Notify, p.Now)
+		return r, enqueue, err
+	}))
 }
 
 func (s *Store) ReleaseRun(ctx context.Context, id, claim string) (*store.Run, error) {
@@ -83,6 +90,11 @@ func (s *Store) CancelRun(ctx context.Context, id, reason string) (*store.Run, e
 	return s.runWrite(ctx, "run.cancel", id, runOnly(store.ApplyCancel, p))
 }
 
+func (s *Store) CancelToFinish(ctx context.Context, id, reason string) (*store.Run, error) {
+	p := store.CancelParams{ID: id, Reason: reason}
+	return s.runWrite(ctx, "run.cancel", id, runOnly(store.ApplyCancelToFinish, p))
+}
+
 func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run, error) {
 	return ownerResult(s.runWrite(ctx, "run.settle", p.ID, func(cur *store.Run) (*store.Run, func(), error) {
 		r, err := store.ApplySettle(cur, p)
@@ -93,7 +105,11 @@ func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run
 		if err != nil {
 			return nil, nil, err
 		}
-		return r, plan.commit, nil
+		enqueue, err := s.outbox.plan(p.Notify, p.Now)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, func() { plan.commit(); enqueue() }, nil
 	}))
 }
 

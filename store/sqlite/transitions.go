@@ -119,7 +119,13 @@ func (s *Store) ClaimRun(ctx context.Context, p store.ClaimParams) (*store.Claim
 }
 
 func (s *Store) ParkRun(ctx context.Context, p store.ParkParams) (*store.Run, error) {
-	return s.runWrite(ctx, "run.park", p.ID, readOwned, runOnly(store.ApplyPark, p))
+	return s.runWrite(ctx, "run.park", p.ID, readOwned, func(tx *sql.Tx, cur *store.Run) (*store.Run, error) {
+		r, err := store.ApplyPark(cur, p)
+		if err != nil {
+			return nil, err
+		}
+		return r, s.enqueueAllTx(ctx, tx, p.Notify, p.Now)
+	})
 }
 
 func (s *Store) ReleaseRun(ctx context.Context, id, claim string) (*store.Run, error) {
@@ -132,6 +138,11 @@ func (s *Store) CancelRun(ctx context.Context, id, reason string) (*store.Run, e
 	return s.runWrite(ctx, "run.cancel", id, readRun, runOnly(store.ApplyCancel, p))
 }
 
+func (s *Store) CancelToFinish(ctx context.Context, id, reason string) (*store.Run, error) {
+	p := store.CancelParams{ID: id, Reason: reason}
+	return s.runWrite(ctx, "run.cancel", id, readRun, runOnly(store.ApplyCancelToFinish, p))
+}
+
 func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run, error) {
 	return s.runWrite(ctx, "run.settle", p.ID, readOwned, func(tx *sql.Tx, cur *store.Run) (*store.Run, error) {
 		r, err := store.ApplySettle(cur, p)
@@ -141,7 +152,7 @@ func (s *Store) SettleRun(ctx context.Context, p store.SettleParams) (*store.Run
 		if err := s.recordAllTx(ctx, tx, store.WriteLedger(p.ID, p.Claim, p.Now, p.Ledger)); err != nil {
 			return nil, err
 		}
-		return r, nil
+		return r, s.enqueueAllTx(ctx, tx, p.Notify, p.Now)
 	})
 }
 

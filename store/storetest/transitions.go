@@ -217,6 +217,24 @@ func testCancel(t *testing.T, s store.Store) {
 	if _, err := s.CancelRun(ctx, "run_missing", ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("cancel of a missing run: %v", err)
 	}
+	// With finally steps to run, a waiting run is made runnable instead.
+	f := mustCreate(t, s, &store.Run{ID: "run_fin"})
+	mustClaim(t, s, f.ID, "c")
+	startAsk(t, s, f.ID, "c", "q2")
+	c, err = s.CancelToFinish(ctx, f.ID, "stop")
+	if err != nil || c.Status != store.RunWaiting || !c.CancelRequested || c.Question != nil || c.WakeAt.IsZero() || !c.Runnable(c.WakeAt) {
+		t.Fatalf("cancel to finish a waiting run: %+v %v", c, err)
+	}
+	if got, err := s.ClaimRun(ctx, store.ClaimParams{ID: f.ID, Claim: "d", Now: c.WakeAt}); err != nil || !got.Run.CancelRequested || got.Run.Status != store.RunRunning {
+		t.Fatalf("claim: %+v %v", got, err)
+	}
+	if _, err := s.AnswerRun(ctx, store.AnswerParams{Now: tNow, ID: f.ID, QuestionID: "q2", Answer: "yes"}); !errors.As(err, &se) {
+		t.Fatalf("answer after a cancel: %v", err)
+	}
+	qf := mustCreate(t, s, &store.Run{ID: "run_fq"})
+	if c, err := s.CancelToFinish(ctx, qf.ID, "stop"); err != nil || c.Status != store.RunCancelled {
+		t.Fatalf("cancel to finish a queued run: %+v %v", c, err)
+	}
 }
 
 func testRunClaims(t *testing.T, s store.Store) {

@@ -132,7 +132,7 @@ folder per workspace; many mcp-host processes can share it safely.`,
 	f.BoolVar(&e.dryRun, "dry-run", false, "keep all state in memory; write nothing under the state root")
 	f.StringVar(&e.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 
-	root.AddCommand(e.versionCommand(), e.statusCommand(), e.backupCommand(), e.gcCommand(), e.secretsCommand())
+	root.AddCommand(e.versionCommand(), e.statusCommand(), e.backupCommand(), e.gcCommand(), e.secretsCommand(), e.serviceCommand())
 	for _, group := range [][]*cobra.Command{e.runCommands(), e.automationCommands(), e.sessionCommands(), e.serveCommands()} {
 		root.AddCommand(group...)
 	}

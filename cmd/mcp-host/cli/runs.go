@@ -179,10 +179,28 @@ func (e *env) printRun(r *runs.Run) {
 		if !s.Until.IsZero() && s.Status != runs.StepSucceeded {
 			notes = append(notes, "until "+ts(s.Until))
 		}
+		if !s.StartedAt.IsZero() && !s.FinishedAt.IsZero() {
+			notes = append(notes, s.FinishedAt.Sub(s.StartedAt).Round(time.Millisecond).String())
+		}
 		if s.Error != "" {
 			notes = append(notes, s.Error)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.ID, s.Kind, s.Status, strings.Join(notes, ", "))
 	}
 	tw.Flush()
+	e.printTails(r.Steps)
+}
+
+// printTails prints the end of each step's output (runs.OutputTailLines
+// lines, runs.OutputTailBytes at most), indented under the step's id.
+func (e *env) printTails(steps []runs.Step) {
+	for _, s := range steps {
+		if s.OutputTail == "" {
+			continue
+		}
+		e.printf("output of %s (last lines)\n", s.ID)
+		for _, line := range strings.Split(s.OutputTail, "\n") {
+			e.printf("  | %s\n", line)
+		}
+	}
 }

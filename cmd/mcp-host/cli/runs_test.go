@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -60,9 +61,14 @@ func TestRunCommandsAttached(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "ID") || strings.Count(out, "run_") != 2 || !strings.Contains(out, "more: mcp-host runs --cursor ") {
 		t.Fatalf("runs --target ok --limit 1: exit %d\n%s", code, out)
 	}
+	badID := page.Runs[0].ID
 	code, out, _ = c.run("runs", "show", okID)
-	if code != 0 || !strings.Contains(out, "status    succeeded") || !strings.Contains(out, "greet  exec  succeeded  exit 0") {
+	if code != 0 || !strings.Contains(out, "status    succeeded") || !strings.Contains(out, "greet  exec  succeeded  exit 0, ") || !strings.Contains(out, "output of greet (last lines)\n  | hi\n") {
 		t.Fatalf("runs show: exit %d\n%s", code, out)
+	}
+	code, out, _ = c.run("runs", "show", badID)
+	if code != 0 || !regexp.MustCompile(`exit 3, [0-9.]+[mµ]?s, exit status 3`).MatchString(out) || !strings.Contains(out, "  | oops\n") {
+		t.Fatalf("runs show of the failed run: exit %d\n%s", code, out)
 	}
 
 	code, out, _ = c.run("watch", okID)

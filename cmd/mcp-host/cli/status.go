@@ -78,6 +78,9 @@ func (e *env) statusCommand() *cobra.Command {
 				e.printf("  last seen   %s\n", w.LastSeen.Local().Format(time.DateTime))
 				e.printf("  scheduler   %s\n", w.Scheduler.Holder)
 				e.printf("  worker      %s\n", w.Worker.Holder)
+				if w.Worker.Running {
+					e.printf("              stop it: mcp-host worker stop --workspace %s\n", w.Root)
+				}
 				e.printf("  runs %d · automations %d · sessions %d\n", w.Counts.Runs, w.Counts.Automations, w.Counts.Sessions)
 				for _, a := range w.Schedules {
 					e.printf("  %s\n", scheduleLine(a))

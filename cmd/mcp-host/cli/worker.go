@@ -46,6 +46,11 @@ user unit or launchd to keep one up.`,
 				return usagef("--idle %s: must not be negative", idle)
 			}
 			ctx := cmd.Context()
+			closeLog, err := e.useWorkerLog()
+			if err != nil {
+				return err
+			}
+			defer closeLog()
 			re, err := e.open(ctx, true, func(c *host.Config) { c.StopGrace = workerStopGrace })
 			if err != nil {
 				return err
@@ -64,6 +69,7 @@ user unit or launchd to keep one up.`,
 		},
 	}
 	cmd.Flags().DurationVar(&idle, "idle", 60*time.Second, "exit after this long without work (0: never)")
+	cmd.AddCommand(e.workerStopCommand())
 	return cmd
 }
 
