@@ -40,7 +40,17 @@ func listPage[T any](items []T, key func(T) string, cursor string, limit, room i
 // key. A space is in neither.
 func automationKey(a *automation) string { return a.Owner + " " + a.Key }
 
-func storeAutomationKey(a *store.Automation) string { return a.Owner + " " + a.Key }
+// parseAutomationCursor reads a cursor automationKey made (nil: none).
+func parseAutomationCursor(cursor string) (*store.AutomationPosition, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	owner, key, ok := strings.Cut(cursor, " ")
+	if err := checkListCursor(cursor); err != nil || !ok || owner == "" {
+		return nil, &argumentError{Name: "cursor", Reason: "invalid cursor: pass back a next_cursor this tool returned"}
+	}
+	return &store.AutomationPosition{Owner: owner, Key: key}, nil
+}
 
 // checkListCursor refuses a cursor that is not a sort key.
 func checkListCursor(cursor string) error {

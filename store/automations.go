@@ -226,6 +226,19 @@ type RunFinish struct {
 type AutomationFilter struct {
 	Owner string
 	Key   string
+	// After continues a listing: only automations sorting after it (by
+	// owner then key) are returned. A keyset cursor, so a page follows
+	// exactly after the previous one even when automations were added or
+	// removed since.
+	After *AutomationPosition
+	// Limit caps how many are returned (0: all).
+	Limit int
+}
+
+// AutomationPosition is an automation's place in a listing.
+type AutomationPosition struct {
+	Owner string
+	Key   string
 }
 
 // ErrPaused is wrapped when a fire names a paused (disabled) automation.
@@ -251,7 +264,8 @@ type AutomationStore interface {
 	CreateAutomation(ctx context.Context, a *Automation) error
 	// GetAutomation returns one automation by id.
 	GetAutomation(ctx context.Context, id string) (*Automation, error)
-	// ListAutomations returns the automations matching f, by owner then key.
+	// ListAutomations returns the automations matching f, by owner then
+	// key: after f.After when set, at most f.Limit when set.
 	ListAutomations(ctx context.Context, f AutomationFilter) ([]*Automation, error)
 	// UpdateAutomation replaces a's spec (target, input, trigger, enabled,
 	// note, overlap, missed, source) if the stored revision is expected,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cairnhq/cairn/automations/policy"
 	"github.com/cairnhq/cairn/store"
@@ -26,14 +27,32 @@ var (
 	qWriteState         = prepared("UPDATE automations SET state = ? WHERE id = ?")
 	qListFires          = prepared("SELECT automation_id, nominal, actual, outcome, run_id, manual FROM automation_fires WHERE automation_id = ? ORDER BY nominal DESC LIMIT ?")
 
-	// qListAutomations is indexed by filter: bit 0 owner, bit 1 key.
-	qListAutomations = [4]string{
-		prepared("SELECT " + automationColumns + " FROM automations ORDER BY owner, key"),
-		prepared("SELECT " + automationColumns + " FROM automations WHERE owner = ? ORDER BY owner, key"),
-		prepared("SELECT " + automationColumns + " FROM automations WHERE key = ? ORDER BY owner, key"),
-		prepared("SELECT " + automationColumns + " FROM automations WHERE owner = ? AND key = ? ORDER BY owner, key"),
-	}
+	// qListAutomations is indexed by filter: bit 0 owner, bit 1 key, bit
+	// 2 after (a keyset cursor on the (owner, key) unique index).
+	qListAutomations = listAutomationQueries()
 )
+
+func listAutomationQueries() [8]string {
+	var out [8]string
+	for which := range out {
+		var conds []string
+		if which&1 != 0 {
+			conds = append(conds, "owner = ?")
+		}
+		if which&2 != 0 {
+			conds = append(conds, "key = ?")
+		}
+		if which&4 != 0 {
+			conds = append(conds, "(owner, key) > (?, ?)")
+		}
+		where := ""
+		if len(conds) > 0 {
+			where = " WHERE " + strings.Join(conds, " AND ")
+		}
+		out[which] = prepared("SELECT " + automationColumns + " FROM automations" + where + " ORDER BY owner, key LIMIT ?")
+	}
+	return out
+}
 
 func (s *Store) CreateAutomation(ctx context.Context, a *store.Automation) error {
 	policy.PrepareNew(a)
@@ -100,7 +119,14 @@ func (s *Store) ListAutomations(ctx context.Context, f store.AutomationFilter) (
 	if f.Key != "" {
 		which, args = which|2, append(args, f.Key)
 	}
-	rows, err := s.query(ctx, qListAutomations[which], args...)
+	if f.After != nil {
+		which, args = which|4, append(args, f.After.Owner, f.After.Key)
+	}
+	limit := -1 // SQLite: no limit
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	rows, err := s.query(ctx, qListAutomations[which], append(args, limit)...)
 	out, err := scanRows(rows, err, scanAutomation, []*store.Automation{})
 	if err != nil {
 		return nil, fmt.Errorf("list automations: %w", err)
