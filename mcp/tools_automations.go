@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/store"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -112,7 +113,7 @@ func (s *Server) listAutomationsTool() server.ServerTool {
 			for _, a := range list {
 				window = append(window, newAutomation(a))
 			}
-			page, next, err := listPage(window, automationKey, "", limit, in.room(),
+			page, next, err := page.Slice(window, automationKey, "", limit, in.room(),
 				func(a *automation) string { return "automation " + a.ID })
 			if err != nil {
 				return nil, err

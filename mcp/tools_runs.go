@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/mcp/transport"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
@@ -100,9 +101,9 @@ func (s *Server) listTargetsTool() server.ServerTool {
 			out := &targetList{}
 			if in.Cursor == "" {
 				out.Problems = fitProblems(all.Problems, room/4)
-				room -= jsonLen(out.Problems)
+				room -= page.JSONLen(out.Problems)
 			}
-			out.Targets, out.NextCursor, err = listPage(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
+			out.Targets, out.NextCursor, err = page.Slice(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
 				func(t target) string { return "target " + t.Name })
 			return out, err
 		}))
@@ -257,7 +258,7 @@ func (s *Server) listRunsTool() server.ServerTool {
 			if in.Status != "" {
 				lp.Status = []store.RunStatus{store.RunStatus(in.Status)}
 			}
-			list, next, err := fitPage(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
+			list, next, err := page.Fill(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
 				lp.Limit = limit
 				return rs.List(ctx, lp)
 			}, func(r *runs.Run) string { return "run " + r.ID + " (read it with get_run)" })

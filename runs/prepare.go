@@ -22,6 +22,9 @@ type Prepared struct {
 // fills its defaults and builds the run's literals. A refused input gives
 // a *workflows.InputError.
 func Prepare(wf *workflows.Workflow, input json.RawMessage) (*Prepared, error) {
+	if err := checkInputSize(len(input)); err != nil {
+		return nil, err
+	}
 	in, err := wf.ValidateInput(input)
 	if err != nil {
 		return nil, err
@@ -32,6 +35,9 @@ func Prepare(wf *workflows.Workflow, input json.RawMessage) (*Prepared, error) {
 	}
 	raw, err := InputJSON(in)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkInputSize(len(raw)); err != nil {
 		return nil, err
 	}
 	r := &store.Run{ID: ids.New("run"), Target: wf.Name, Status: store.RunQueued, Input: raw, Literals: lits}
