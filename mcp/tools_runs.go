@@ -207,13 +207,19 @@ type runIDIn struct {
 	RunID string `json:"run_id"`
 }
 
+type getRunIn struct {
+	RunID string `json:"run_id"`
+	budgetIn
+}
+
 func (s *Server) getRunTool() server.ServerTool {
 	return newTool("get_run", "Get a run",
-		"Return one run: its status (queued, running, waiting, succeeded, failed, cancelled), input, result or error, the question it waits on, its steps and timestamps.",
-		object([]string{"run_id"}, obj{"run_id": idArg("The run's id, as launch_run or list_runs returned it.")}),
+		"Return one run: its status (queued, running, waiting, succeeded, failed, cancelled), input, result or error, the question it waits on, its steps and timestamps. "+
+			"A run larger than max_bytes has its largest fields cut with a marker; cut lists them, with where the whole value is (a larger max_bytes, up to the hard cap).",
+		object([]string{"run_id"}, withBudget(obj{"run_id": idArg("The run's id, as launch_run or list_runs returned it.")})),
 		outputSchema[runs.Run](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in runIDIn) (*runs.Run, error) {
+		handler(func(ctx context.Context, _ *call, in getRunIn) (*runs.Run, error) {
 			rs, err := s.runsFor(in.RunID)
 			if err != nil {
 				return nil, err

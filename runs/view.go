@@ -17,6 +17,8 @@ import (
 type Run struct {
 	store.Run
 	Steps []Step `json:"steps"`
+	// Cut lists the fields Fit shortened for a bounded reply.
+	Cut []FieldCut `json:"cut,omitempty"`
 }
 
 // Step statuses beyond the ledger's (succeeded, failed, skipped, cancelled).
