@@ -144,8 +144,13 @@ func settledState(st store.AutomationState, last *store.Run, actual time.Time) s
 	return st
 }
 
-// startRun records that r was queued at at.
+// startRun records that r was queued at at. The start is kept after the
+// last finish, so the run reads as in flight even when the wall clock
+// went back since that finish.
 func startRun(st *store.AutomationState, r *store.Run, at time.Time) {
+	if !at.After(st.LastFinish) {
+		at = st.LastFinish.Add(time.Millisecond)
+	}
 	st.LastStart = at
 	st.LastRunID = r.ID
 	st.LastStatus = string(store.RunQueued)

@@ -62,7 +62,8 @@
 // # Nominal times
 //
 // A fire is identified by (automation id, nominal time), so nominal times are
-// deterministic: [Due] and [NextInterval] return them in UTC, truncated to
-// the second, computed only from their inputs (never from "now" unless the
+// deterministic: [Due] and [NextInterval] return them in UTC, in whole
+// seconds ([NextInterval] rounds up, so a tick never comes before its
+// interval has elapsed), computed only from their inputs (never from "now" unless the
 // inputs say so), so racing schedulers agree on them.
 package schedule
