@@ -3,6 +3,8 @@ package automations
 import (
 	"testing"
 	"time"
+
+	"github.com/cairnhq/cairn/store"
 )
 
 // TestOneSecondIntervalNeverFiresEarly: runs finishing at instants that
@@ -84,5 +86,25 @@ func TestIntervalKeepsCadenceAfterABackwardStep(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBufferOneRecordsItsRelease: a fire buffer_one held at 2m and
+// released at 3m31s is recorded at its release, 91 s late.
+func TestBufferOneRecordsItsRelease(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a := e.create(Spec{Key: "k", Cron: "* * * * *", TZ: "UTC", Overlap: "buffer_one"})
+	e.advanceTo(t0.Add(time.Minute))
+	e.advanceTo(t0.Add(2 * time.Minute))
+	if f := e.fires(a.ID)[1]; f.Outcome != store.FireBuffered || f.Lag != 0 {
+		t.Fatalf("the second fire: %+v, want buffered at its slot", f)
+	}
+	e.runs.finish(e.fires(a.ID)[0].RunID, t0.Add(3*time.Minute+30*time.Second))
+	release := t0.Add(3*time.Minute + 31*time.Second)
+	e.advanceTo(release)
+	f := e.fires(a.ID)[1]
+	if f.Outcome != store.FireQueued || !f.Actual.Equal(release) || f.Lag != 91*time.Second {
+		t.Fatalf("released fire: %+v, want actual %v and lag 91s", f, release.Sub(t0))
 	}
 }

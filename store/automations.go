@@ -127,6 +127,9 @@ type AutomationFire struct {
 	Outcome      string        `json:"outcome"` // FireQueued, FireSkipped, FireBuffered
 	RunID        string        `json:"run_id,omitempty"`
 	Manual       bool          `json:"manual,omitempty"`
+	// RunStatus is the status of the fire's run as ListFires read it (its
+	// outcome once settled); empty when no run was queued or it is gone.
+	RunStatus RunStatus `json:"run_status,omitempty"`
 }
 
 // FireParams describe one fire.
@@ -295,7 +298,8 @@ type AutomationStore interface {
 	FireMany(ctx context.Context, ps []FireParams) ([]FireOutcome, error)
 	// RecordAutomation updates an automation's State (see RecordParams).
 	RecordAutomation(ctx context.Context, p RecordParams) (*Automation, error)
-	// ListFires returns an automation's recent fires, newest first (at most
+	// ListFires returns an automation's recent fires, newest first, each
+	// with its run's status (at most
 	// FireHistory are kept).
 	ListFires(ctx context.Context, automationID string, limit int) ([]*AutomationFire, error)
 	// AutomationsVersion changes whenever an automation is created,

@@ -100,6 +100,10 @@ func planRelease(plan FirePlan, a *store.Automation, existing *store.AutomationF
 	}
 	f := *existing
 	f.Outcome, f.RunID = store.FireQueued, p.Run.ID
+	// The history records when the fire was released, and its lag from
+	// the slot, not when it was buffered.
+	f.Actual = store.Millis(actual)
+	f.Lag = f.Actual.Sub(f.Nominal)
 	plan.State.Buffered = time.Time{}
 	startRun(&plan.State, p.Run, actual)
 	plan.Update, plan.QueueRun = true, true

@@ -241,6 +241,9 @@ func (s *Store) ListFires(ctx context.Context, automationID string, limit int) (
 		fires := s.autos.fires[automationID]
 		for i := len(fires) - 1; i >= 0 && len(out) < limit; i-- {
 			c := *fires[i]
+			if r, ok := s.runs.byID[c.RunID]; ok && c.RunID != "" {
+				c.RunStatus = r.Status
+			}
 			out = append(out, &c)
 		}
 		return nil

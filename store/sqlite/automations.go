@@ -25,7 +25,7 @@ var (
 	qDeleteFiresOf      = prepared("DELETE FROM automation_fires WHERE automation_id = ?")
 	qDeleteAutomation   = prepared("DELETE FROM automations WHERE id = ?")
 	qWriteState         = prepared("UPDATE automations SET state = ? WHERE id = ?")
-	qListFires          = prepared("SELECT automation_id, nominal, actual, outcome, run_id, manual FROM automation_fires WHERE automation_id = ? ORDER BY nominal DESC LIMIT ?")
+	qListFires          = prepared("SELECT f.automation_id, f.nominal, f.actual, f.outcome, f.run_id, f.manual, COALESCE(r.status, '') FROM automation_fires AS f LEFT JOIN runs AS r ON f.run_id <> '' AND r.id = f.run_id WHERE f.automation_id = ? ORDER BY f.nominal DESC LIMIT ?")
 
 	// qListAutomations is indexed by filter: bit 0 owner, bit 1 key, bit
 	// 2 after (a keyset cursor on the (owner, key) unique index).
@@ -216,7 +216,7 @@ func (s *Store) ListFires(ctx context.Context, automationID string, limit int) (
 		limit = store.FireHistory
 	}
 	rows, err := s.query(ctx, qListFires, automationID, limit)
-	out, err := scanRows(rows, err, scanFire, []*store.AutomationFire{})
+	out, err := scanRows(rows, err, scanListedFire, []*store.AutomationFire{})
 	if err != nil {
 		return nil, fmt.Errorf("list fires of automation %s: %w", automationID, err)
 	}
@@ -250,6 +250,21 @@ func scanAutomation(row rowScanner) (*store.Automation, error) {
 	a.CreatedAt = millisTime(created)
 	a.UpdatedAt = millisTime(updated)
 	return &a, nil
+}
+
+// scanListedFire reads a fire with its run's status.
+func scanListedFire(row rowScanner) (*store.AutomationFire, error) {
+	var (
+		f               store.AutomationFire
+		nominal, actual int64
+	)
+	if err := row.Scan(&f.AutomationID, &nominal, &actual, &f.Outcome, &f.RunID, &f.Manual, &f.RunStatus); err != nil {
+		return nil, err
+	}
+	f.Nominal = millisTime(nominal)
+	f.Actual = millisTime(actual)
+	f.Lag = f.Actual.Sub(f.Nominal)
+	return &f, nil
 }
 
 func scanFire(row rowScanner) (*store.AutomationFire, error) {
