@@ -82,15 +82,23 @@ func (e *env) autoCreateCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				x := res.Automation
+				next, warning := automations.NextDue(x, time.Now()), schedulerWarning(a)
 				if e.json {
-					return e.printJSON(res)
+					return e.printJSON(struct {
+						automations.CreateResult
+						NextDue time.Time `json:"next_due,omitzero"`
+						Zone    string    `json:"zone"`
+						Warning string    `json:"warning,omitempty"`
+					}{res, next.In(automations.Location(x)), automations.Location(x).String(), warning})
 				}
 				verb := "created"
 				if !res.Created {
 					verb = "exists (same spec)"
 				}
-				x := res.Automation
 				e.printf("%s %s (%s): %s → %s\n", verb, x.Key, x.ID, automations.Describe(x.Trigger), x.Target)
+				e.printf("  next due    %s\n", zoned(x, next))
+				e.warn(warning)
 				return nil
 			})
 		},
@@ -110,13 +118,9 @@ func (e *env) autoListCommand() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.withHost(cmd.Context(), false, func(a *host.Host) error {
-				list, err := a.Automations.List(cmd.Context(), automations.ListParams{Owner: owner})
+				sums, err := syncedSummaries(cmd.Context(), a, owner)
 				if err != nil {
 					return err
-				}
-				sums := make([]automations.Summary, 0, len(list))
-				for _, x := range list {
-					sums = append(sums, automations.Summarize(x))
 				}
 				if e.json {
 					return e.printJSON(sums)
@@ -145,22 +149,15 @@ func (e *env) printSummaries(sums []automations.Summary) {
 		}
 		last := "-"
 		if !s.LastStart.IsZero() {
-			last = localTime(s.LastStart) + " " + s.LastStatus
+			last = summaryTime(s.LastStart) + " " + s.LastStatus
 		}
 		next := "-"
 		if s.Enabled && !s.NextDue.IsZero() {
-			next = localTime(s.NextDue)
+			next = summaryTime(s.NextDue)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Key, s.Owner, s.Target, s.Schedule, state, last, next)
 	}
 	w.Flush()
-}
-
-func localTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format(time.DateTime)
 }
 
 func (e *env) autoShowCommand() *cobra.Command {
@@ -175,22 +172,31 @@ func (e *env) autoShowCommand() *cobra.Command {
 					return err
 				}
 				if e.json {
-					return e.printJSON(d)
+					return e.printJSON(struct {
+						*automations.Detail
+						NextDue time.Time `json:"next_due,omitzero"`
+						Zone    string    `json:"zone"`
+					}{d, automations.NextDue(d.Automation, time.Now()).In(automations.Location(d.Automation)), automations.Location(d.Automation).String()})
 				}
 				e.printAutomation(d.Automation)
 				if len(d.Fires) > 0 {
 					e.printf("fires (newest first):\n")
 					w := tabwriter.NewWriter(e.stdio.Out, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(w, "  NOMINAL\tACTUAL\tLAG\tOUTCOME\tRUN")
+					fmt.Fprintln(w, "  NOMINAL\tACTUAL\tLAG\tOUTCOME\tRUN\tRUN STATUS")
 					for _, f := range d.Fires {
 						kind := ""
 						if f.Manual {
 							kind = " (manual)"
 						}
-						fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\t%s\n", localTime(f.Nominal), localTime(f.Actual), f.Lag.Round(time.Millisecond), f.Outcome, kind, f.RunID)
+						status := string(f.RunStatus)
+						if status == "" && f.RunID != "" {
+							status = "deleted"
+						}
+						fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\t%s\t%s\n", zoned(d.Automation, f.Nominal), zoned(d.Automation, f.Actual), f.Lag.Round(time.Millisecond), f.Outcome, kind, f.RunID, status)
 					}
 					w.Flush()
 				}
+				e.warn(schedulerWarning(a))
 				return nil
 			})
 		},
@@ -213,12 +219,12 @@ func (e *env) printAutomation(x *store.Automation) {
 		e.printf("  state       paused %s\n", x.Note)
 	}
 	e.printf("  revision    %d\n", x.Revision)
-	e.printf("  last start  %s %s\n", localTime(st.LastStart), st.LastRunID)
-	e.printf("  last finish %s %s\n", localTime(st.LastFinish), st.LastStatus)
-	e.printf("  next due    %s\n", localTime(st.NextDue))
+	e.printf("  last start  %s %s\n", zoned(x, st.LastStart), st.LastRunID)
+	e.printf("  last finish %s %s\n", zoned(x, st.LastFinish), st.LastStatus)
+	e.printf("  next due    %s\n", zoned(x, automations.NextDue(x, time.Now())))
 	e.printf("  fires %d · skipped %d · missed %d\n", st.Fires, st.Skipped, st.Missed)
 	if st.Pending != nil {
-		e.printf("  pending     launch since %s (%d attempts) %s\n", localTime(st.Pending.Since), st.Pending.Attempts, st.Pending.Error)
+		e.printf("  pending     launch since %s (%d attempts) %s\n", zoned(x, st.Pending.Since), st.Pending.Attempts, st.Pending.Error)
 	}
 	if st.LastError != "" {
 		e.printf("  last error  %s\n", st.LastError)
@@ -251,7 +257,7 @@ func (e *env) autoUpdateCommand() *cobra.Command {
 			if fl.Changed("files") {
 				p.Files = f.files
 			}
-			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) { return svc.Update(cmd.Context(), p) })
+			return e.autoEdit(cmd.Context(), true, func(svc *automations.Service) (*store.Automation, error) { return svc.Update(cmd.Context(), p) })
 		},
 	}
 	f.register(cmd)
@@ -260,17 +266,29 @@ func (e *env) autoUpdateCommand() *cobra.Command {
 	return cmd
 }
 
-// autoEdit opens the store, runs fn and prints the automation it returns.
-func (e *env) autoEdit(ctx context.Context, fn func(*automations.Service) (*store.Automation, error)) error {
+// autoEdit opens the store, runs fn and prints the automation it returns,
+// with its next due time; warn adds the warning when no process is alive
+// to fire it.
+func (e *env) autoEdit(ctx context.Context, warn bool, fn func(*automations.Service) (*store.Automation, error)) error {
 	return e.withHost(ctx, true, func(a *host.Host) error {
 		x, err := fn(a.Automations)
 		if err != nil {
 			return err
 		}
+		warning := ""
+		if warn && x.Enabled {
+			warning = schedulerWarning(a)
+		}
 		if e.json {
-			return e.printJSON(x)
+			return e.printJSON(struct {
+				*store.Automation
+				NextDue time.Time `json:"next_due,omitzero"`
+				Zone    string    `json:"zone"`
+				Warning string    `json:"warning,omitempty"`
+			}{x, automations.NextDue(x, time.Now()).In(automations.Location(x)), automations.Location(x).String(), warning})
 		}
 		e.printAutomation(x)
+		e.warn(warning)
 		return nil
 	})
 }
@@ -282,7 +300,7 @@ func (e *env) autoPauseCommand() *cobra.Command {
 		Short: "Pause an automation; it fires nothing until resumed",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) {
+			return e.autoEdit(cmd.Context(), false, func(svc *automations.Service) (*store.Automation, error) {
 				return svc.Pause(cmd.Context(), args[0], note)
 			})
 		},
@@ -297,7 +315,7 @@ func (e *env) autoResumeCommand() *cobra.Command {
 		Short: "Resume a paused automation (what it missed meanwhile is not caught up)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) {
+			return e.autoEdit(cmd.Context(), true, func(svc *automations.Service) (*store.Automation, error) {
 				return svc.Resume(cmd.Context(), args[0])
 			})
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -84,7 +85,8 @@ func (e *env) statusCommand() *cobra.Command {
 	}
 }
 
-// status reads every workspace under the state root without changing any.
+// status reads every workspace under the state root without changing any,
+// except that the current workspace's workflow triggers are synced first.
 func (e *env) status(ctx context.Context) (statusReport, error) {
 	root, err := e.stateRoot()
 	if err != nil {
@@ -104,7 +106,11 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 		st := workspaceStatus{ID: info.ID, Root: info.Root, Here: info.ID == hereID, LastSeen: info.LastSeen}
 		st.Scheduler = describeLock(filepath.Join(dir, "locks"), "scheduler")
 		st.Worker = describeLock(filepath.Join(dir, "locks"), "worker")
-		if err := readStore(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
+		read := readStore
+		if st.Here {
+			read = e.readSyncedStore // this workspace's files are at hand: sync their triggers
+		}
+		if err := read(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
 			st.Error = err.Error()
 		}
 		rep.Workspaces = append(rep.Workspaces, st)
@@ -141,8 +147,21 @@ func readStore(ctx context.Context, p string, st *workspaceStatus) error {
 	if st.Counts, err = s.Counts(ctx); err != nil {
 		return err
 	}
-	st.Schedules, err = automations.Summaries(ctx, s)
+	st.Schedules, err = automations.Summaries(ctx, s, time.Now())
 	return err
+}
+
+// readSyncedStore fills st as readStore does for the current workspace,
+// after syncing the `on:` triggers of its workflow files.
+func (e *env) readSyncedStore(ctx context.Context, _ string, st *workspaceStatus) error {
+	return e.withHost(ctx, false, func(h *host.Host) error {
+		var err error
+		if st.Schedules, err = syncedSummaries(ctx, h, ""); err != nil {
+			return err
+		}
+		st.Counts, err = h.Store.Counts(ctx)
+		return err
+	})
 }
 
 // scheduleLine is one automation as status and list print it:
@@ -152,7 +171,7 @@ func scheduleLine(a automations.Summary) string {
 		if t.IsZero() {
 			return "never"
 		}
-		return t.Local().Format(time.DateTime)
+		return summaryTime(t)
 	}
 	state := "next " + when(a.NextDue)
 	if !a.Enabled {
