@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/store"
 )
@@ -14,14 +15,11 @@ func automationKey(a *automation) string { return a.Owner + " " + a.Key }
 
 // parseAutomationCursor reads a cursor automationKey made (nil: none).
 func parseAutomationCursor(cursor string) (*store.AutomationPosition, error) {
-	if cursor == "" {
-		return nil, nil
-	}
-	owner, key, ok := strings.Cut(cursor, " ")
-	if err := checkListCursor(cursor); err != nil || !ok || owner == "" {
+	pos, err := automations.ParseCursor(cursor)
+	if err != nil {
 		return nil, &argumentError{Name: "cursor", Reason: "invalid cursor: pass back a next_cursor this tool returned"}
 	}
-	return &store.AutomationPosition{Owner: owner, Key: key}, nil
+	return pos, nil
 }
 
 // checkListCursor refuses a cursor that is not a sort key.

@@ -40,8 +40,18 @@ type fitField struct {
 // value is read. A run that still does not fit (thousands of steps) is
 // returned as small as it gets.
 func (r *Run) Fit(room int, where func(field string, size int) string) *Run {
-	size := page.JSONLen(r)
-	if size <= room {
+	return r.FitSized(room, page.Compact, where)
+}
+
+// FitSized is Fit with the run's size measured by size (the CLI prints it
+// indented).
+func (r *Run) FitSized(room int, size page.Sizer, where func(field string, size int) string) *Run {
+	sz := func(v *Run) int {
+		n, _ := size(v)
+		return n
+	}
+	total := sz(r)
+	if total <= room {
 		return r
 	}
 	c := *r
@@ -53,18 +63,18 @@ func (r *Run) Fit(room int, where func(field string, size int) string) *Run {
 	fields := c.fields()
 	slices.SortStableFunc(fields, func(a, b fitField) int { return b.size - a.size })
 	for _, f := range fields {
-		if size <= room {
+		if total <= room {
 			break
 		}
 		marker := fmt.Sprintf(fieldCutMarker, f.size)
 		cut := FieldCut{Field: f.name, Bytes: f.size, Where: where(f.name, f.size)}
 		overhead := page.JSONLen(cut) + len(marker) + 64
-		keep := max(0, f.size-(size-room)-overhead)
+		keep := max(0, f.size-(total-room)-overhead)
 		head := page.CutJSONString(f.text, keep)
 		cut.Kept = len(head)
 		f.set(head + marker)
 		c.Cut = append(c.Cut, cut)
-		size = page.JSONLen(&c)
+		total = sz(&c)
 	}
 	return &c
 }

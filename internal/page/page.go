@@ -8,6 +8,7 @@ package page
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Budgets of a page, in bytes of JSON.
@@ -35,19 +36,49 @@ func Bytes(asked int) int {
 // Room is what the items of a page with the budget asked for may take.
 func Room(asked int) int { return Bytes(asked) - Reserve }
 
+// A Sizer says how many bytes an item takes in a page, separator
+// included.
+type Sizer func(v any) (int, error)
+
+// Compact sizes an item as compact JSON and a comma: the MCP wire form.
+func Compact(v any) (int, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("encode result: %w", err)
+	}
+	return len(b) + 1, nil
+}
+
+// Indented sizes an item of a list printed with a two-space indent at
+// depth (json.MarshalIndent with prefix and indent "  "): its lines, its
+// leading indent, a comma and a newline.
+func Indented(depth int) Sizer {
+	prefix := strings.Repeat("  ", depth)
+	return func(v any) (int, error) {
+		b, err := json.MarshalIndent(v, prefix, "  ")
+		if err != nil {
+			return 0, fmt.Errorf("encode result: %w", err)
+		}
+		return len(prefix) + len(b) + 2, nil
+	}
+}
+
 // Fit returns how many of items, from the first, fit in room bytes of
 // JSON, with the bytes they take (each item's encoding and a comma).
-func Fit[T any](items []T, room int) (int, int, error) {
+func Fit[T any](items []T, room int) (int, int, error) { return FitSized(items, room, Compact) }
+
+// FitSized is Fit with items sized by size.
+func FitSized[T any](items []T, room int, size Sizer) (int, int, error) {
 	used := 0
 	for i, it := range items {
-		b, err := json.Marshal(it)
+		n, err := size(it)
 		if err != nil {
-			return 0, 0, fmt.Errorf("encode result: %w", err)
+			return 0, 0, err
 		}
-		if used+len(b)+1 > room {
+		if used+n > room {
 			return i, used, nil
 		}
-		used += len(b) + 1
+		used += n
 	}
 	return len(items), used, nil
 }
@@ -75,12 +106,17 @@ func (e *TooLargeError) Error() string {
 // its cursor continues exactly after its last item. what names an item in
 // the error when the first one alone does not fit.
 func Fill[T any](limit, room int, fetch func(limit int) ([]T, string, error), what func(T) string) ([]T, string, error) {
+	return FillSized(limit, room, Compact, fetch, what)
+}
+
+// FillSized is Fill with items sized by size.
+func FillSized[T any](limit, room int, size Sizer, fetch func(limit int) ([]T, string, error), what func(T) string) ([]T, string, error) {
 	for {
 		items, next, err := fetch(limit)
 		if err != nil {
 			return nil, "", err
 		}
-		n, _, err := Fit(items, room)
+		n, _, err := FitSized(items, room, size)
 		if err != nil {
 			return nil, "", err
 		}
@@ -88,7 +124,8 @@ func Fill[T any](limit, room int, fetch func(limit int) ([]T, string, error), wh
 			return items, next, nil
 		}
 		if n == 0 {
-			return nil, "", &TooLargeError{What: what(items[0]), Size: JSONLen(items[0])}
+			sz, _ := size(items[0])
+			return nil, "", &TooLargeError{What: what(items[0]), Size: sz}
 		}
 		limit = n
 	}

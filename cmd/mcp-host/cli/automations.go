@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/host"
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -111,18 +113,75 @@ func (e *env) autoCreateCommand() *cobra.Command {
 }
 
 func (e *env) autoListCommand() *cobra.Command {
-	var owner string
+	var (
+		owner, cursor string
+		limit         int
+		pf            pageFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List automations with their last and next times",
-		Args:  noArgs,
+		Long: `List automations with their last and next times, by owner then key. The
+on: triggers of workflow files are synced first. A page holds at most
+--limit automations (with --json, those that fit in --max-bytes); the next
+page's cursor is printed after it ("more: ...", on stderr with --json).`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.withHost(cmd.Context(), false, func(a *host.Host) error {
-				sums, err := syncedSummaries(cmd.Context(), a, owner)
+			if limit < 1 || limit > maxAutomationsPage {
+				return usagef("--limit %d: use 1 to %d", limit, maxAutomationsPage)
+			}
+			after, err := automations.ParseCursor(cursor)
+			if err != nil {
+				return usagef("--cursor %q: %v", cursor, err)
+			}
+			room, err := pf.room()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return e.withHost(ctx, false, func(a *host.Host) error {
+				if err := syncTriggers(ctx, a); err != nil {
+					return err
+				}
+				now := time.Now()
+				fetch := func(n int) ([]automations.Summary, string, error) {
+					list, err := a.Automations.List(ctx, automations.ListParams{Owner: owner, After: after, Limit: n + 1})
+					if err != nil {
+						return nil, "", err
+					}
+					next := ""
+					if len(list) > n {
+						list, next = list[:n], automations.Cursor(list[n-1])
+					}
+					sums := make([]automations.Summary, 0, len(list))
+					for _, x := range list {
+						sums = append(sums, automations.Summarize(x, now))
+					}
+					return sums, next, nil
+				}
+				var (
+					sums []automations.Summary
+					next string
+				)
+				if e.json {
+					sums, next, err = page.FillSized(limit, room, page.Indented(1), fetch, func(s automations.Summary) string { return "automation " + s.ID })
+					err = flagError(err)
+				} else {
+					sums, next, err = fetch(limit)
+				}
 				if err != nil {
 					return err
 				}
+				more := func(w io.Writer) {
+					if next != "" {
+						fmt.Fprintf(w, "more: mcp-host automations list --cursor '%s'\n", next)
+					}
+				}
 				if e.json {
+					if sums == nil {
+						sums = []automations.Summary{}
+					}
+					more(e.stdio.Err)
 					return e.printJSON(sums)
 				}
 				if len(sums) == 0 {
@@ -130,13 +189,20 @@ func (e *env) autoListCommand() *cobra.Command {
 					return nil
 				}
 				e.printSummaries(sums)
+				more(e.stdio.Out)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&owner, "owner", "", "only this owner's (cli, config, mcp:<client>, ...)")
+	cmd.Flags().IntVar(&limit, "limit", maxAutomationsPage, fmt.Sprintf("at most this many automations (1 to %d)", maxAutomationsPage))
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a listing from the cursor a previous page printed")
+	pf.register(cmd)
 	return cmd
 }
+
+// maxAutomationsPage is the most automations one page lists.
+const maxAutomationsPage = 500
 
 // printSummaries writes automations as a table.
 func (e *env) printSummaries(sums []automations.Summary) {
