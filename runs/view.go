@@ -43,6 +43,8 @@ type Step struct {
 	Answer     *string   `json:"answer,omitempty"`      // ask
 	Until      time.Time `json:"until,omitzero"`        // sleep: the deadline
 	Error      string    `json:"error,omitempty"`
+	// OutputFile is where a step with output: file keeps its output.
+	OutputFile string `json:"output_file,omitempty"`
 }
 
 // stepRecord is a step call's result as the ledger keeps it.
@@ -89,7 +91,9 @@ func (e *Engine) view(ctx context.Context, r *store.Run, pending bool) (*Run, er
 	if err != nil {
 		return nil, err
 	}
-	return buildView(r, ledger, pending), nil
+	v := buildView(r, ledger, pending)
+	e.markOutputFiles(v)
+	return v, nil
 }
 
 func buildView(r *store.Run, ledger []*store.LedgerEntry, pending bool) *Run {

@@ -70,6 +70,10 @@
 //	env: {NAME: value}           exec, shell: added to the allowlisted environment
 //	dir: sub/dir                 exec, shell: working dir relative to the
 //	                             workspace (no "..", not absolute)
+//	output: file                 exec, shell: keep the whole output (stdout
+//	                             and stderr lines, in order) in a file in the
+//	                             run's folder instead of the capped journal;
+//	                             default journal
 //
 // Durations are Go durations: 500ms, 30s, 5m, 1h30m.
 //

@@ -59,6 +59,7 @@ type Step struct {
 	SafeToRepeat bool                 // resolved: the file's value or the kind's default
 	Env          map[string]*Template // exec and shell only
 	Dir          string               // exec and shell: slash-separated, relative to the workspace; "." by default
+	Output       Output               // exec and shell: where the step's output goes
 
 	Exec  []*Template   // argv; Exec[0] is the program
 	Shell *Template     // script for `sh -c`
@@ -66,6 +67,19 @@ type Step struct {
 	Sleep time.Duration // durable sleep
 	HTTP  *HTTPRequest  //
 }
+
+// Output says where an exec or shell step's output goes.
+type Output string
+
+const (
+	// OutputJournal (the default) writes each line to the run's journal,
+	// under its caps.
+	OutputJournal Output = ""
+	// OutputFile keeps the step's whole output, stdout and stderr lines
+	// in order, in a file in the run's folder (runs.MaxOutputFileBytes at
+	// most); the journal holds a record naming the file.
+	OutputFile Output = "file"
+)
 
 // Retry says how often a failed step is tried (exec, shell, http).
 type Retry struct {

@@ -206,6 +206,9 @@ func (e *env) printRun(r *runs.Run) {
 		if s.Error != "" {
 			notes = append(notes, s.Error)
 		}
+		if s.OutputFile != "" {
+			notes = append(notes, "output in "+s.OutputFile)
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.ID, s.Kind, s.Status, strings.Join(notes, ", "))
 	}
 	tw.Flush()
