@@ -15,8 +15,8 @@ func TestStepOutput(t *testing.T) {
 		t.Fatalf("outputs %q %q", wf.Steps[0].Output, wf.Steps[1].Output)
 	}
 	for src, want := range map[string]string{
-		"steps:\n  - id: a\n    output: disk\n    shell: echo\n":  `expected journal (the default) or file, got "disk"`,
-		"steps:\n  - id: a\n    output: file\n    sleep: 1s\n":   "`output` applies only to exec and shell steps",
+		"steps:\n  - id: a\n    output: disk\n    shell: echo\n":   `expected journal (the default) or file, got "disk"`,
+		"steps:\n  - id: a\n    output: file\n    sleep: 1s\n":     "`output` applies only to exec and shell steps",
 		"steps:\n  - id: a\n    output: [file]\n    shell: echo\n": "output",
 	} {
 		if _, err := Parse("x.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) {
