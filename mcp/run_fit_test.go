@@ -58,6 +58,7 @@ func TestRunRepliesStayUnderBudget(t *testing.T) {
 	if len(got.Cut) != 1 || got.Cut[0].Field != "input" || got.Cut[0].Kept == 0 {
 		t.Fatalf("get_run cut %+v, want the input cut", got.Cut)
 	}
+	t.Logf("get_run of a run with %d bytes of input: %d bytes, %d of the input kept", got.Cut[0].Bytes, len(m.Raw), got.Cut[0].Kept)
 	var head string
 	if err := json.Unmarshal(got.Input, &head); err != nil || !strings.HasPrefix(head, `{"data":"`) || !strings.Contains(head, "… [cut: ") {
 		t.Fatalf("cut input %.80q… (%v), want the head of its JSON and a marker", head, err)
