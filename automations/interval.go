@@ -39,7 +39,12 @@ func (s *Scheduler) visitDelay(ctx context.Context, a *store.Automation, now tim
 		return time.Time{} // watched: its settle wakes the scheduler
 	}
 	ev := every(a.Trigger)
-	res := schedule.NextInterval(schedule.IntervalParams{Every: ev, Created: a.CreatedAt, LastStart: a.State.LastStart, LastFinish: a.State.LastFinish, Now: now})
+	anchor := a.CreatedAt
+	if !a.State.LastFinish.IsZero() {
+		anchor = a.State.LastFinish
+	}
+	shift := s.clockShift(a.ID, anchor, now, true)
+	res := schedule.NextInterval(schedule.IntervalParams{Every: ev, Created: a.CreatedAt, LastStart: a.State.LastStart, LastFinish: a.State.LastFinish, Now: now.Add(shift)})
 	if res.InFlight {
 		return time.Time{}
 	}
@@ -47,7 +52,7 @@ func (s *Scheduler) visitDelay(ctx context.Context, a *store.Automation, now tim
 		if !res.Nominal.Equal(a.State.NextDue) {
 			s.record(ctx, a, store.RecordParams{NextDue: res.Nominal})
 		}
-		return res.Nominal
+		return res.Nominal.Add(-shift)
 	}
 	if at, ok := s.blocked(a.ID, now); ok {
 		return at
@@ -73,14 +78,17 @@ func (s *Scheduler) visitRate(ctx context.Context, a *store.Automation, now time
 	if from.IsZero() {
 		from = a.CreatedAt.Truncate(time.Second)
 	}
+	shift := s.clockShift(a.ID, from, now, false)
+	wall := now
+	now = now.Add(shift) // the clock as if it had not stepped back
 	due := from.Add(ev)
 	if now.Before(due) {
 		if !due.Equal(a.State.NextDue) {
 			s.record(ctx, a, store.RecordParams{NextDue: due})
 		}
-		return due
+		return due.Add(-shift)
 	}
-	if at, ok := s.blocked(a.ID, now); ok {
+	if at, ok := s.blocked(a.ID, wall); ok {
 		return at
 	}
 	k := now.Sub(from) / ev
@@ -90,5 +98,5 @@ func (s *Scheduler) visitRate(ctx context.Context, a *store.Automation, now time
 		s.recordError(ctx, a, err)
 		s.record(ctx, a, store.RecordParams{Cursor: nominal, Missed: int64(k), NextDue: next})
 	}
-	return next
+	return next.Add(-shift)
 }

@@ -44,6 +44,7 @@ func (s *Scheduler) step(ctx context.Context) time.Time {
 			delete(s.retryAt, id)
 		}
 	}
+	maps.DeleteFunc(s.stepped, func(id string, _ stepBack) bool { return !live[id] })
 	inUse := make(map[string]bool, len(s.crons))
 	for _, a := range list {
 		if a.Trigger.Kind == store.TriggerCron {

@@ -100,6 +100,7 @@ type Scheduler struct {
 	polling  map[string]bool      // monitors being polled
 	lastPoll map[string]time.Time // monitor id -> last poll
 	retryAt  map[string]time.Time // automation id -> no fire before
+	stepped  map[string]stepBack  // automation id -> clock shift after a backward step
 	version  int64
 	finger   string
 	synced   bool
@@ -166,6 +167,7 @@ func New(cfg Config) *Scheduler {
 		polling:  map[string]bool{},
 		lastPoll: map[string]time.Time{},
 		retryAt:  map[string]time.Time{},
+		stepped:  map[string]stepBack{},
 	}
 }
 

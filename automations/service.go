@@ -115,12 +115,14 @@ func (s *Service) insert(ctx context.Context, a *store.Automation) (CreateResult
 
 // ListParams select automations.
 type ListParams struct {
-	Owner string // "": every owner
+	Owner string                    // "": every owner
+	After *store.AutomationPosition // continue after this one
+	Limit int                       // 0: all
 }
 
 // List returns automations, by owner then key.
 func (s *Service) List(ctx context.Context, p ListParams) ([]*store.Automation, error) {
-	return s.Store.ListAutomations(ctx, store.AutomationFilter{Owner: p.Owner})
+	return s.Store.ListAutomations(ctx, store.AutomationFilter{Owner: p.Owner, After: p.After, Limit: p.Limit})
 }
 
 // Detail is an automation with its recent fires.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
@@ -160,9 +161,15 @@ func TestSummaries(t *testing.T) {
 	if _, err := svc.Pause(ctx, "b", "later"); err != nil {
 		t.Fatal(err)
 	}
-	sums, err := Summaries(ctx, svc.Store)
+	now := time.Now()
+	sums, err := Summaries(ctx, svc.Store, now)
 	if err != nil || len(sums) != 2 || sums[0].Schedule != "every 1h" || sums[1].Schedule != "cron 0 3 * * * (UTC)" || sums[1].Enabled || sums[1].Note != "later" {
 		t.Fatalf("Summaries = %+v, %v", sums, err)
+	}
+	// The next due time is computed at once, in the automation's zone; a
+	// paused automation has none.
+	if d := sums[0].NextDue.Sub(now); d < 59*time.Minute || d > time.Hour+time.Second || sums[1].Zone != "UTC" || !sums[1].NextDue.IsZero() {
+		t.Fatalf("next due %v from now (%+v), paused %v in %s", d, sums[0], sums[1].NextDue, sums[1].Zone)
 	}
 	if n, err := CountEnabled(ctx, svc.Store); err != nil || n != 1 {
 		t.Fatalf("CountEnabled = %d, %v", n, err)

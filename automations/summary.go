@@ -15,6 +15,7 @@ type Summary struct {
 	Owner      string    `json:"owner"`
 	Target     string    `json:"target"`
 	Schedule   string    `json:"schedule"` // Describe(trigger)
+	Zone       string    `json:"zone"`     // the zone its times are in (Location)
 	Enabled    bool      `json:"enabled"`
 	Note       string    `json:"note,omitempty"`
 	LastStart  time.Time `json:"last_start,omitzero"`
@@ -27,27 +28,36 @@ type Summary struct {
 	LastError  string    `json:"last_error,omitempty"`
 }
 
-// Summaries lists every automation in s as a Summary, by owner then key.
-// It only reads.
-func Summaries(ctx context.Context, s store.AutomationStore) ([]Summary, error) {
+// Summaries lists every automation in s as a Summary at now, by owner
+// then key. It only reads.
+func Summaries(ctx context.Context, s store.AutomationStore, now time.Time) ([]Summary, error) {
 	list, err := s.ListAutomations(ctx, store.AutomationFilter{})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Summary, 0, len(list))
 	for _, a := range list {
-		out = append(out, Summarize(a))
+		out = append(out, Summarize(a, now))
 	}
 	return out, nil
 }
 
-// Summarize makes a's Summary.
-func Summarize(a *store.Automation) Summary {
+// Summarize makes a's Summary at now: its next due time computed at once
+// (NextDue), every time in its zone (Location), so the JSON carries the
+// offset.
+func Summarize(a *store.Automation, now time.Time) Summary {
 	st := a.State
+	loc := Location(a)
+	in := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return t.In(loc)
+	}
 	return Summary{
-		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Schedule: Describe(a.Trigger),
+		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Schedule: Describe(a.Trigger), Zone: loc.String(),
 		Enabled: a.Enabled, Note: a.Note,
-		LastStart: st.LastStart, LastFinish: st.LastFinish, LastStatus: st.LastStatus, NextDue: st.NextDue,
+		LastStart: in(st.LastStart), LastFinish: in(st.LastFinish), LastStatus: st.LastStatus, NextDue: in(NextDue(a, now)),
 		Fires: st.Fires, Skipped: st.Skipped, Missed: st.Missed, LastError: st.LastError,
 	}
 }

@@ -35,6 +35,7 @@ type Settings struct {
 	Retention RetentionSettings `yaml:"retention"`
 	Env       EnvSettings       `yaml:"env"`
 	Notify    notify.Settings   `yaml:"notify"`
+	Disk      DiskSettings      `yaml:"disk"`
 }
 
 // JournalSettings is the journal: section: the caps of run output
@@ -112,6 +113,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: sessions.max_archives is %d; use 0 (keep all) or more", p, *n)
 	}
 	if err := s.Journal.check(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.Disk.MinFree.check(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Retention.validate(); err != nil {

@@ -155,7 +155,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	// none when the state is in memory.
 	guard := &diskfree.Guard{}
 	if !inMemory {
-		guard.Path = ws.StateDir
+		guard = settings.Disk.MinFree.guard(ws.StateDir)
 	}
 	runOpts := runs.Options{
 		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log, DiskGuard: guard,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
@@ -271,7 +272,7 @@ func TestSplitRecordByJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := jsonLen(piece); n > room {
+		if n := page.JSONLen(piece); n > room {
 			t.Fatalf("piece at %d is %d bytes, over %d", from, n, room)
 		}
 		if !piece.Piece.JSON || piece.Piece.Offset != from {

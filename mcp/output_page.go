@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/runs"
 )
 
@@ -77,7 +78,7 @@ func readOutputPage(ctx context.Context, rs runEngine, p outputRead) (*outputPag
 	if err != nil {
 		return nil, err
 	}
-	page := &outputPage{RunID: p.RunID, Records: []outputRecord{}}
+	pg := &outputPage{RunID: p.RunID, Records: []outputRecord{}}
 	room, chunk := p.Room, firstChunk
 	if cur.intra > 0 {
 		// The rest of a record a previous page split.
@@ -92,13 +93,13 @@ func readOutputPage(ctx context.Context, rs runEngine, p outputRead) (*outputPag
 		if err != nil {
 			return nil, err
 		}
-		page.setStatus(out)
-		page.Records = append(page.Records, piece)
+		pg.setStatus(out)
+		pg.Records = append(pg.Records, piece)
 		if rest > 0 {
-			page.NextCursor, page.Done = outputCursor{engine: cur.engine, intra: rest}.String(), false
-			return page, nil
+			pg.NextCursor, pg.Done = outputCursor{engine: cur.engine, intra: rest}.String(), false
+			return pg, nil
 		}
-		room -= jsonLen(piece) + 1
+		room -= page.JSONLen(piece) + 1
 		cur = outputCursor{engine: out.Cursor}
 		p.Limit--
 	}
@@ -110,7 +111,7 @@ func readOutputPage(ctx context.Context, rs runEngine, p outputRead) (*outputPag
 			return nil, err
 		}
 		wait = 0 // only the first read of a page waits for output
-		n, used, err := fitItems(out.Records, room)
+		n, used, err := page.Fit(out.Records, room)
 		if err != nil {
 			return nil, err
 		}
@@ -121,21 +122,21 @@ func readOutputPage(ctx context.Context, rs runEngine, p outputRead) (*outputPag
 			}
 		}
 		if n == 0 && len(out.Records) > 0 {
-			if len(page.Records) > 0 {
+			if len(pg.Records) > 0 {
 				break // the next page starts with it
 			}
 			piece, rest, err := splitRecord(out.Records[0], 0, room)
 			if err != nil {
 				return nil, err
 			}
-			page.setStatus(out)
-			page.Records = append(page.Records, piece)
-			page.NextCursor, page.Done = outputCursor{engine: cur.engine, intra: rest}.String(), false
-			return page, nil
+			pg.setStatus(out)
+			pg.Records = append(pg.Records, piece)
+			pg.NextCursor, pg.Done = outputCursor{engine: cur.engine, intra: rest}.String(), false
+			return pg, nil
 		}
-		page.setStatus(out)
+		pg.setStatus(out)
 		for _, r := range out.Records[:min(n, len(out.Records))] {
-			page.Records = append(page.Records, outputRecord{Record: r})
+			pg.Records = append(pg.Records, outputRecord{Record: r})
 		}
 		cur, room, p.Limit = outputCursor{engine: out.Cursor}, room-used, p.Limit-len(out.Records)
 		if out.Done || len(out.Records) < want {
@@ -143,8 +144,8 @@ func readOutputPage(ctx context.Context, rs runEngine, p outputRead) (*outputPag
 		}
 		chunk *= 2
 	}
-	page.NextCursor = cur.String()
-	return page, nil
+	pg.NextCursor = cur.String()
+	return pg, nil
 }
 
 // setStatus copies what the engine said of the run into the page.
@@ -161,7 +162,7 @@ func splitRecord(r runs.Record, from, room int) (outputRecord, int, error) {
 	head := r
 	head.Text = ""
 	piece := outputRecord{Record: head, Piece: &recordPiece{Offset: from, Size: len(whole)}}
-	if jsonLen(piece)+64 > room/2 {
+	if page.JSONLen(piece)+64 > room/2 {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return outputRecord{}, 0, fmt.Errorf("encode journal record: %w", err)
@@ -173,20 +174,14 @@ func splitRecord(r runs.Record, from, room int) (outputRecord, int, error) {
 	if from >= len(whole) {
 		return outputRecord{}, 0, &argumentError{Name: "cursor", Reason: "invalid cursor: past the record's end; pass back a next_cursor this tool returned"}
 	}
-	left := room - jsonLen(piece) - len(`,"text":""`)
-	piece.Text = cutJSONString(whole[from:], left)
+	left := room - page.JSONLen(piece) - len(`,"text":""`)
+	piece.Text = page.CutJSONString(whole[from:], left)
 	if piece.Text == "" {
-		return outputRecord{}, 0, &tooLargeError{What: "a journal record's header", Size: jsonLen(piece)}
+		return outputRecord{}, 0, &page.TooLargeError{What: "a journal record's header", Size: page.JSONLen(piece)}
 	}
 	next := from + len(piece.Text)
 	if next >= len(whole) {
 		next = 0
 	}
 	return piece, next, nil
-}
-
-// jsonLen is the length of v's JSON encoding (0 when it has none).
-func jsonLen(v any) int {
-	b, _ := json.Marshal(v)
-	return len(b)
 }

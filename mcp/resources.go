@@ -22,7 +22,7 @@ func (s *Server) addResources() {
 	s.mcp.AddResourceTemplate(
 		mcpgo.NewResourceTemplate("cairn://runs/{run_id}", "run",
 			mcpgo.WithTemplateTitle("A run"),
-			mcpgo.WithTemplateDescription("A run as JSON (the same object get_run returns). Subscribe to be told when its status or record changes, whichever process changed it."),
+			mcpgo.WithTemplateDescription("A run as JSON (the same object get_run returns, its largest fields cut past about 32 KiB: cut lists them). Subscribe to be told when its status or record changes, whichever process changed it."),
 			mcpgo.WithTemplateMIMEType("application/json"),
 		),
 		s.readRunResource)
@@ -50,7 +50,8 @@ func (s *Server) readRunResource(ctx context.Context, req mcpgo.ReadResourceRequ
 		if err != nil {
 			return nil, err
 		}
-		b, err := json.MarshalIndent(run, "", "  ")
+		// The text is sent as a JSON string: escaping may double it.
+		b, err := json.MarshalIndent(fitRun(run, (DefaultReplyBytes-4*replyReserve)/2), "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("encode run %s: %w", id, err)
 		}

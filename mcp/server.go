@@ -259,7 +259,7 @@ func handler[In any, Out any](fn func(ctx context.Context, c *call, in In) (Out,
 		if b, ok := any(in).(budgeted); ok {
 			budget = b.replyBytes()
 		}
-		return okResult(out, budget)
+		return okResult(fitReply(out, budget), budget)
 	}
 }
 

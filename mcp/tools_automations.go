@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/store"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -98,34 +98,25 @@ func (s *Server) listAutomationsTool() server.ServerTool {
 					return nil, err
 				}
 			}
-			if err := checkListCursor(in.Cursor); err != nil {
-				return nil, err
-			}
-			list, err := as.List(ctx, automations.ListParams{Owner: owner})
+			after, err := parseAutomationCursor(in.Cursor)
 			if err != nil {
 				return nil, err
 			}
-			// The store lists by owner then key: skip to the cursor, and
-			// convert no more than a page.
-			slices.SortFunc(list, func(x, y *store.Automation) int { return strings.Compare(storeAutomationKey(x), storeAutomationKey(y)) })
-			start, _ := slices.BinarySearchFunc(list, in.Cursor, func(a *store.Automation, c string) int {
-				if storeAutomationKey(a) <= c {
-					return -1
-				}
-				return 1
-			})
+			// The store pages by (owner, key): fetch one more than a page
+			// to know whether more follow.
 			limit := cmp.Or(in.Limit, 50)
-			window := make([]*automation, 0, min(limit, len(list)-start))
-			for _, a := range list[start:min(start+limit, len(list))] {
+			list, err := as.List(ctx, automations.ListParams{Owner: owner, After: after, Limit: limit + 1})
+			if err != nil {
+				return nil, err
+			}
+			window := make([]*automation, 0, len(list))
+			for _, a := range list {
 				window = append(window, newAutomation(a))
 			}
-			page, next, err := listPage(window, automationKey, "", limit, in.room(),
+			page, next, err := page.Slice(window, automationKey, "", limit, in.room(),
 				func(a *automation) string { return "automation " + a.ID })
 			if err != nil {
 				return nil, err
-			}
-			if next == "" && len(page) > 0 && start+len(page) < len(list) {
-				next = automationKey(page[len(page)-1])
 			}
 			return &automationsOut{Owner: owner, Automations: page, NextCursor: next}, nil
 		}))

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/mcp/transport"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
@@ -100,9 +101,9 @@ func (s *Server) listTargetsTool() server.ServerTool {
 			out := &targetList{}
 			if in.Cursor == "" {
 				out.Problems = fitProblems(all.Problems, room/4)
-				room -= jsonLen(out.Problems)
+				room -= page.JSONLen(out.Problems)
 			}
-			out.Targets, out.NextCursor, err = listPage(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
+			out.Targets, out.NextCursor, err = page.Slice(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
 				func(t target) string { return "target " + t.Name })
 			return out, err
 		}))
@@ -206,13 +207,19 @@ type runIDIn struct {
 	RunID string `json:"run_id"`
 }
 
+type getRunIn struct {
+	RunID string `json:"run_id"`
+	budgetIn
+}
+
 func (s *Server) getRunTool() server.ServerTool {
 	return newTool("get_run", "Get a run",
-		"Return one run: its status (queued, running, waiting, succeeded, failed, cancelled), input, result or error, the question it waits on, its steps and timestamps; stalled says why no process executes it (its owner is gone, or it is queued with no peer to start it).",
-		object([]string{"run_id"}, obj{"run_id": idArg("The run's id, as launch_run or list_runs returned it.")}),
+		"Return one run: its status (queued, running, waiting, succeeded, failed, cancelled), input, result or error, the question it waits on, its steps and timestamps; stalled says why no process executes it (its owner is gone, or it is queued with no peer to start it). "+
+			"A run larger than max_bytes has its largest fields cut with a marker; cut lists them, with where the whole value is (a larger max_bytes, up to the hard cap).",
+		object([]string{"run_id"}, withBudget(obj{"run_id": idArg("The run's id, as launch_run or list_runs returned it.")})),
 		outputSchema[runs.Run](),
 		hints{readOnly: true, idempotent: true},
-		handler(func(ctx context.Context, _ *call, in runIDIn) (*runs.Run, error) {
+		handler(func(ctx context.Context, _ *call, in getRunIn) (*runs.Run, error) {
 			rs, err := s.runsFor(in.RunID)
 			if err != nil {
 				return nil, err
@@ -257,7 +264,7 @@ func (s *Server) listRunsTool() server.ServerTool {
 			if in.Status != "" {
 				lp.Status = []store.RunStatus{store.RunStatus(in.Status)}
 			}
-			list, next, err := fitPage(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
+			list, next, err := page.Fill(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
 				lp.Limit = limit
 				return rs.List(ctx, lp)
 			}, func(r *runs.Run) string { return "run " + r.ID + " (read it with get_run)" })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/sessions"
 	"github.com/cairnhq/cairn/store"
 	"github.com/mark3labs/mcp-go/server"
@@ -56,7 +57,7 @@ func (s *Server) listSessionsTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 20
 			}
-			list, next, err := fitPage(in.Limit, in.room(), func(limit int) ([]*session, string, error) {
+			list, next, err := page.Fill(in.Limit, in.room(), func(limit int) ([]*session, string, error) {
 				page, err := ss.List(ctx, sessions.ListParams{Cursor: in.Cursor, Limit: limit})
 				if err != nil {
 					return nil, "", err
@@ -100,7 +101,7 @@ func (s *Server) getSessionTool() server.ServerTool {
 				in.Limit = 50
 			}
 			var sess *store.Session
-			msgs, next, err := fitPage(in.Limit, in.room()-sessionHeadBytes, func(limit int) ([]*store.Message, string, error) {
+			msgs, next, err := page.Fill(in.Limit, in.room()-sessionHeadBytes, func(limit int) ([]*store.Message, string, error) {
 				page, err := ss.Read(ctx, sessions.ReadParams{SessionID: in.SessionID, Cursor: in.Cursor, Limit: limit})
 				if err != nil {
 					return nil, "", err

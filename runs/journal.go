@@ -52,6 +52,8 @@ type Record struct {
 	Question *store.Question `json:"question,omitempty"`
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	// File is the output file of a step with output: file (RecordOutputFile).
+	File string `json:"file,omitempty"`
 }
 
 // maxEndResult bounds the result an end record carries: a larger one is

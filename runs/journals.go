@@ -115,10 +115,14 @@ func (j *fileJournals) size(id string) (int64, error) {
 }
 
 func (j *fileJournals) remove(id string) (int64, error) {
+	files, err := removeRunFolder(j.dir, id) // output: file steps' files
+	if err != nil {
+		return 0, err
+	}
 	p := j.path(id)
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return files, nil
 	}
 	if err == nil {
 		err = os.Remove(p)
@@ -126,7 +130,7 @@ func (j *fileJournals) remove(id string) (int64, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("remove journal %s: %w", p, err)
 	}
-	return fi.Size(), nil
+	return fi.Size() + files, nil
 }
 
 func (j *fileJournals) stale(before time.Time) ([]string, error) {

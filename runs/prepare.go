@@ -28,6 +28,9 @@ func Prepare(wf *workflows.Workflow, input json.RawMessage) (*Prepared, error) {
 }
 
 func prepare(wf *workflows.Workflow, input json.RawMessage, env map[string]string) (*Prepared, error) {
+	if err := checkInputSize(len(input)); err != nil {
+		return nil, err
+	}
 	in, err := wf.ValidateInput(input)
 	if err != nil {
 		return nil, err
@@ -38,6 +41,9 @@ func prepare(wf *workflows.Workflow, input json.RawMessage, env map[string]strin
 	}
 	raw, err := InputJSON(in)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkInputSize(len(raw)); err != nil {
 		return nil, err
 	}
 	r := &store.Run{ID: ids.New("run"), Target: wf.Name, Status: store.RunQueued, Input: raw, Literals: lits}

@@ -26,7 +26,9 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 		}
 		x.j.write(Record{Type: RecordText, Step: st.ID, Stream: stream, Text: line, Dropped: dropped})
 	}
+	spec, outFile := x.withOutputFile(st, pos, spec) // output: file (output_file.go)
 	res := runProcess(x.ctx, spec)
+	outFile.close()
 	rec := stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
 	if res.Interrupted != nil {
 		return x.cutShort(st, pos, rec)

@@ -22,6 +22,8 @@ type Run struct {
 	// that is not settled: "owner pid N gone since T, waiting for a peer",
 	// or why a queued run waits. Empty while a process has the run.
 	Stalled string `json:"stalled,omitempty"`
+	// Cut lists the fields Fit shortened for a bounded reply.
+	Cut []FieldCut `json:"cut,omitempty"`
 }
 
 // Step statuses beyond the ledger's (succeeded, failed, skipped, cancelled).
@@ -51,6 +53,9 @@ type Step struct {
 	// an http step's body): its last OutputTailLines lines, at most
 	// OutputTailBytes.
 	OutputTail string `json:"output_tail,omitempty"`
+
+	// OutputFile is where a step with output: file keeps its output.
+	OutputFile string `json:"output_file,omitempty"`
 }
 
 // stepRecord is a step call's result as the ledger keeps it.
@@ -102,7 +107,9 @@ func (e *Engine) view(ctx context.Context, r *store.Run, pending bool) (*Run, er
 	if err != nil {
 		return nil, err
 	}
-	return buildView(r, ledger, pending), nil
+	v := buildView(r, ledger, pending)
+	e.markOutputFiles(v)
+	return v, nil
 }
 
 func buildView(r *store.Run, ledger []*store.LedgerEntry, pending bool) *Run {

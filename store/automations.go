@@ -127,6 +127,9 @@ type AutomationFire struct {
 	Outcome      string        `json:"outcome"` // FireQueued, FireSkipped, FireBuffered
 	RunID        string        `json:"run_id,omitempty"`
 	Manual       bool          `json:"manual,omitempty"`
+	// RunStatus is the status of the fire's run as ListFires read it (its
+	// outcome once settled); empty when no run was queued or it is gone.
+	RunStatus RunStatus `json:"run_status,omitempty"`
 }
 
 // FireParams describe one fire.
@@ -233,6 +236,19 @@ type RunFinish struct {
 type AutomationFilter struct {
 	Owner string
 	Key   string
+	// After continues a listing: only automations sorting after it (by
+	// owner then key) are returned. A keyset cursor, so a page follows
+	// exactly after the previous one even when automations were added or
+	// removed since.
+	After *AutomationPosition
+	// Limit caps how many are returned (0: all).
+	Limit int
+}
+
+// AutomationPosition is an automation's place in a listing.
+type AutomationPosition struct {
+	Owner string
+	Key   string
 }
 
 // ErrPaused is wrapped when a fire names a paused (disabled) automation.
@@ -258,7 +274,8 @@ type AutomationStore interface {
 	CreateAutomation(ctx context.Context, a *Automation) error
 	// GetAutomation returns one automation by id.
 	GetAutomation(ctx context.Context, id string) (*Automation, error)
-	// ListAutomations returns the automations matching f, by owner then key.
+	// ListAutomations returns the automations matching f, by owner then
+	// key: after f.After when set, at most f.Limit when set.
 	ListAutomations(ctx context.Context, f AutomationFilter) ([]*Automation, error)
 	// UpdateAutomation replaces a's spec (target, input, trigger, enabled,
 	// note, overlap, missed, source) if the stored revision is expected,
@@ -288,7 +305,8 @@ type AutomationStore interface {
 	FireMany(ctx context.Context, ps []FireParams) ([]FireOutcome, error)
 	// RecordAutomation updates an automation's State (see RecordParams).
 	RecordAutomation(ctx context.Context, p RecordParams) (*Automation, error)
-	// ListFires returns an automation's recent fires, newest first (at most
+	// ListFires returns an automation's recent fires, newest first, each
+	// with its run's status (at most
 	// FireHistory are kept).
 	ListFires(ctx context.Context, automationID string, limit int) ([]*AutomationFire, error)
 	// AutomationsVersion changes whenever an automation is created,

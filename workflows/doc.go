@@ -74,6 +74,10 @@
 //	continue_on_error: true      when the step fails (after its retries) the
 //	                             run goes on; the step stays failed
 //	                             (steps.<id>.status == "failed")
+//	output: file                 exec, shell: keep the whole output (stdout
+//	                             and stderr lines, in order) in a file in the
+//	                             run's folder instead of the capped journal;
+//	                             default journal
 //
 // # Finally
 //

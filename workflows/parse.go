@@ -43,7 +43,7 @@ func Parse(name string, src []byte) (*Workflow, error) {
 var (
 	topKeys  = []string{"name", "description", "input", "steps", "result", "on", "finally"}
 	kindKeys = []string{"exec", "shell", "ask", "sleep", "http"}
-	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default", "continue_on_error"}, kindKeys...)
+	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default", "continue_on_error", "output"}, kindKeys...)
 	// keys that only some kinds take; the others are errors, so that a
 	// misplaced key is not silently ignored.
 	keyKinds = map[string][]StepKind{
@@ -51,6 +51,7 @@ var (
 		"retry":   {KindExec, KindShell, KindHTTP},
 		"env":     {KindExec, KindShell},
 		"dir":     {KindExec, KindShell},
+		"output":  {KindExec, KindShell},
 		"choices": {KindAsk},
 		"default": {KindAsk},
 	}

@@ -146,6 +146,17 @@ func (p *parser) step(list string, i int, n *yaml.Node, id string) *Step {
 	if e, ok := m["env"]; ok && slices.Contains(keyKinds["env"], st.Kind) {
 		st.Env = p.env(e.val, join(label, "env"))
 	}
+	if e, ok := m["output"]; ok && slices.Contains(keyKinds["output"], st.Kind) {
+		if s, ok := p.str(e.val, join(label, "output")); ok {
+			switch Output(s) {
+			case OutputFile:
+				st.Output = OutputFile
+			case "journal":
+			default:
+				p.failf(e.val.Line, join(label, "output"), "expected journal (the default) or file, got %q", shorten(s))
+			}
+		}
+	}
 	if e, ok := m["dir"]; ok && slices.Contains(keyKinds["dir"], st.Kind) {
 		p.dir(st, e.val, join(label, "dir"))
 	}

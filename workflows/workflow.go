@@ -66,8 +66,9 @@ type Step struct {
 	// Dir is the working directory of exec and shell steps: slash-separated,
 	// relative to the workspace; "." by default. When it holds `${{ }}` it
 	// is the template's text: use RenderDir.
-	Dir string
-	dir *Template // set when Dir holds expressions
+	Dir    string
+	dir    *Template // set when Dir holds expressions
+	Output Output    // exec and shell: where the step's output goes
 
 	Exec  []*Template   // argv; Exec[0] is the program
 	Shell *Template     // script for `sh -c`
@@ -79,6 +80,19 @@ type Step struct {
 	// goes on; the step stays recorded failed (steps.ID.status).
 	ContinueOnError bool
 }
+
+// Output says where an exec or shell step's output goes.
+type Output string
+
+const (
+	// OutputJournal (the default) writes each line to the run's journal,
+	// under its caps.
+	OutputJournal Output = ""
+	// OutputFile keeps the step's whole output, stdout and stderr lines
+	// in order, in a file in the run's folder (runs.MaxOutputFileBytes at
+	// most); the journal holds a record naming the file.
+	OutputFile Output = "file"
+)
 
 // Retry says how often a failed step is tried (exec, shell, http).
 type Retry struct {

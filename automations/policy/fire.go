@@ -100,6 +100,10 @@ func planRelease(plan FirePlan, a *store.Automation, existing *store.AutomationF
 	}
 	f := *existing
 	f.Outcome, f.RunID = store.FireQueued, p.Run.ID
+	// The history records when the fire was released, and its lag from
+	// the slot, not when it was buffered.
+	f.Actual = store.Millis(actual)
+	f.Lag = f.Actual.Sub(f.Nominal)
 	plan.State.Buffered = time.Time{}
 	startRun(&plan.State, p.Run, actual)
 	plan.Update, plan.QueueRun = true, true
@@ -144,8 +148,13 @@ func settledState(st store.AutomationState, last *store.Run, actual time.Time) s
 	return st
 }
 
-// startRun records that r was queued at at.
+// startRun records that r was queued at at. The start is kept after the
+// last finish, so the run reads as in flight even when the wall clock
+// went back since that finish.
 func startRun(st *store.AutomationState, r *store.Run, at time.Time) {
+	if !at.After(st.LastFinish) {
+		at = st.LastFinish.Add(time.Millisecond)
+	}
 	st.LastStart = at
 	st.LastRunID = r.ID
 	st.LastStatus = string(store.RunQueued)

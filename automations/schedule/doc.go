@@ -11,7 +11,14 @@
 // descriptors @yearly (@annually), @monthly, @weekly, @daily (@midnight) and
 // @hourly. "@every" is refused: intervals are their own trigger kind (see
 // [ParseEvery]). Day-of-week runs 0-6 (Sunday is 0; 7 is refused) or sun-sat.
-// When both day fields are restricted a day matches either, as in Vixie cron.
+// The two day fields combine as robfig/cron's dayMatches does: a field is
+// unrestricted when it is "*" or "?", alone or with a step of 1 ("*/1"),
+// and then a day must match both fields (AND, so the other field alone
+// decides); when both are restricted, a day matches either (OR). A step
+// over 1 on a star, "*/N", makes the field restricted (robfig's parser
+// drops its star mark), unlike Vixie cron, where any field starting with
+// "*" is a star: "0 0 */2 * 1" fires on every odd day of the month and
+// every Monday (OR), "0 0 */2 * *" on odd days, "0 0 */1 * 1" on Mondays.
 //
 // The zone is an IANA name given as the tz argument or as a "CRON_TZ=Zone " or
 // "TZ=Zone " prefix of the expression (both may be given if they agree); no
@@ -62,7 +69,8 @@
 // # Nominal times
 //
 // A fire is identified by (automation id, nominal time), so nominal times are
-// deterministic: [Due] and [NextInterval] return them in UTC, truncated to
-// the second, computed only from their inputs (never from "now" unless the
+// deterministic: [Due] and [NextInterval] return them in UTC, in whole
+// seconds ([NextInterval] rounds up, so a tick never comes before its
+// interval has elapsed), computed only from their inputs (never from "now" unless the
 // inputs say so), so racing schedulers agree on them.
 package schedule

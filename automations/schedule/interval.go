@@ -59,8 +59,9 @@ type IntervalParams struct {
 
 // IntervalResult is the next tick of an interval automation.
 type IntervalResult struct {
-	// Nominal is the tick, anchor + Every, UTC, truncated to the second:
-	// the fire's nominal time even when it fires late. Zero while InFlight.
+	// Nominal is the tick, anchor + Every, UTC, rounded up to the second
+	// (never before Every has elapsed since the anchor): the fire's nominal
+	// time even when it fires late. Zero while InFlight.
 	Nominal time.Time
 	// Due reports that Now has reached Nominal: fire it now, once.
 	Due bool
@@ -87,10 +88,19 @@ func NextInterval(p IntervalParams) IntervalResult {
 	if !p.LastFinish.IsZero() {
 		anchor = p.LastFinish
 	}
-	res := IntervalResult{Nominal: anchor.Add(every).Truncate(time.Second).UTC()}
+	res := IntervalResult{Nominal: ceilSecond(anchor.Add(every)).UTC()}
 	if !p.Now.Before(res.Nominal) {
 		res.Due = true
 		res.Missed = int(p.Now.Sub(res.Nominal) / every)
 	}
 	return res
+}
+
+// ceilSecond rounds t up to the second: a tick rounded down could come
+// before Every has elapsed since the completion it is measured from.
+func ceilSecond(t time.Time) time.Time {
+	if c := t.Truncate(time.Second); !c.Equal(t) {
+		return c.Add(time.Second)
+	}
+	return t
 }

@@ -59,9 +59,11 @@ func (e *LowError) Unwrap() error { return ErrLow }
 // every other field is the default. It is safe for concurrent use.
 type Guard struct {
 	Path string
-	// MinFree, when not 0, is the threshold in bytes; default the smaller
-	// of DefaultPercent of the disk and DefaultBytes.
-	MinFree uint64
+	// MinFree, when not 0, is the threshold in bytes; else MinFreePercent,
+	// when not 0, is the threshold as a percent of the disk's size; default
+	// the smaller of DefaultPercent of the disk and DefaultBytes.
+	MinFree        uint64
+	MinFreePercent float64
 	// Measure measures the disk; default Statfs (tests give a fake).
 	Measure Func
 }
@@ -82,7 +84,11 @@ func (g *Guard) Check() error {
 		return nil
 	}
 	threshold := g.MinFree
-	if threshold == 0 {
+	switch {
+	case threshold != 0:
+	case g.MinFreePercent > 0:
+		threshold = uint64(float64(sp.Total) * g.MinFreePercent / 100)
+	default:
 		threshold = min(sp.Total/100*DefaultPercent, DefaultBytes)
 	}
 	if sp.Free < threshold {

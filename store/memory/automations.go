@@ -65,14 +65,21 @@ func (s *Store) ListAutomations(ctx context.Context, f store.AutomationFilter) (
 	out := []*store.Automation{}
 	err := s.read(func() error {
 		for _, a := range s.autos.byID {
-			if (f.Owner == "" || a.Owner == f.Owner) && (f.Key == "" || a.Key == f.Key) {
-				out = append(out, store.CloneAutomation(a))
+			if (f.Owner == "" || a.Owner == f.Owner) && (f.Key == "" || a.Key == f.Key) &&
+				(f.After == nil || cmp.Or(cmp.Compare(a.Owner, f.After.Owner), cmp.Compare(a.Key, f.After.Key)) > 0) {
+				out = append(out, a)
 			}
 		}
+		slices.SortFunc(out, func(a, b *store.Automation) int {
+			return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Key, b.Key))
+		})
+		if f.Limit > 0 && len(out) > f.Limit {
+			out = out[:f.Limit]
+		}
+		for i, a := range out {
+			out[i] = store.CloneAutomation(a)
+		}
 		return nil
-	})
-	slices.SortFunc(out, func(a, b *store.Automation) int {
-		return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Key, b.Key))
 	})
 	return out, err
 }
@@ -245,6 +252,9 @@ func (s *Store) ListFires(ctx context.Context, automationID string, limit int) (
 		fires := s.autos.fires[automationID]
 		for i := len(fires) - 1; i >= 0 && len(out) < limit; i-- {
 			c := *fires[i]
+			if r, ok := s.runs.byID[c.RunID]; ok && c.RunID != "" {
+				c.RunStatus = r.Status
+			}
 			out = append(out, &c)
 		}
 		return nil

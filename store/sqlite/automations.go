@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cairnhq/cairn/automations/policy"
 	"github.com/cairnhq/cairn/store"
@@ -24,16 +25,34 @@ var (
 	qDeleteFiresOf      = prepared("DELETE FROM automation_fires WHERE automation_id = ?")
 	qDeleteAutomation   = prepared("DELETE FROM automations WHERE id = ?")
 	qWriteState         = prepared("UPDATE automations SET state = ? WHERE id = ?")
-	qListFires          = prepared("SELECT automation_id, nominal, actual, outcome, run_id, manual FROM automation_fires WHERE automation_id = ? ORDER BY nominal DESC LIMIT ?")
+	qListFires          = prepared("SELECT f.automation_id, f.nominal, f.actual, f.outcome, f.run_id, f.manual, COALESCE(r.status, '') FROM automation_fires AS f LEFT JOIN runs AS r ON f.run_id <> '' AND r.id = f.run_id WHERE f.automation_id = ? ORDER BY f.nominal DESC LIMIT ?")
 
-	// qListAutomations is indexed by filter: bit 0 owner, bit 1 key.
-	qListAutomations = [4]string{
-		prepared("SELECT " + automationColumns + " FROM automations ORDER BY owner, key"),
-		prepared("SELECT " + automationColumns + " FROM automations WHERE owner = ? ORDER BY owner, key"),
-		prepared("SELECT " + automationColumns + " FROM automations WHERE key = ? ORDER BY owner, key"),
-		prepared("SELECT " + automationColumns + " FROM automations WHERE owner = ? AND key = ? ORDER BY owner, key"),
-	}
+	// qListAutomations is indexed by filter: bit 0 owner, bit 1 key, bit
+	// 2 after (a keyset cursor on the (owner, key) unique index).
+	qListAutomations = listAutomationQueries()
 )
+
+func listAutomationQueries() [8]string {
+	var out [8]string
+	for which := range out {
+		var conds []string
+		if which&1 != 0 {
+			conds = append(conds, "owner = ?")
+		}
+		if which&2 != 0 {
+			conds = append(conds, "key = ?")
+		}
+		if which&4 != 0 {
+			conds = append(conds, "(owner, key) > (?, ?)")
+		}
+		where := ""
+		if len(conds) > 0 {
+			where = " WHERE " + strings.Join(conds, " AND ")
+		}
+		out[which] = prepared("SELECT " + automationColumns + " FROM automations" + where + " ORDER BY owner, key LIMIT ?")
+	}
+	return out
+}
 
 func (s *Store) CreateAutomation(ctx context.Context, a *store.Automation) error {
 	policy.PrepareNew(a)
@@ -100,7 +119,14 @@ func (s *Store) ListAutomations(ctx context.Context, f store.AutomationFilter) (
 	if f.Key != "" {
 		which, args = which|2, append(args, f.Key)
 	}
-	rows, err := s.query(ctx, qListAutomations[which], args...)
+	if f.After != nil {
+		which, args = which|4, append(args, f.After.Owner, f.After.Key)
+	}
+	limit := -1 // SQLite: no limit
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	rows, err := s.query(ctx, qListAutomations[which], append(args, limit)...)
 	out, err := scanRows(rows, err, scanAutomation, []*store.Automation{})
 	if err != nil {
 		return nil, fmt.Errorf("list automations: %w", err)
@@ -193,7 +219,7 @@ func (s *Store) ListFires(ctx context.Context, automationID string, limit int) (
 		limit = store.FireHistory
 	}
 	rows, err := s.query(ctx, qListFires, automationID, limit)
-	out, err := scanRows(rows, err, scanFire, []*store.AutomationFire{})
+	out, err := scanRows(rows, err, scanListedFire, []*store.AutomationFire{})
 	if err != nil {
 		return nil, fmt.Errorf("list fires of automation %s: %w", automationID, err)
 	}
@@ -227,6 +253,21 @@ func scanAutomation(row rowScanner) (*store.Automation, error) {
 	a.CreatedAt = millisTime(created)
 	a.UpdatedAt = millisTime(updated)
 	return &a, nil
+}
+
+// scanListedFire reads a fire with its run's status.
+func scanListedFire(row rowScanner) (*store.AutomationFire, error) {
+	var (
+		f               store.AutomationFire
+		nominal, actual int64
+	)
+	if err := row.Scan(&f.AutomationID, &nominal, &actual, &f.Outcome, &f.RunID, &f.Manual, &f.RunStatus); err != nil {
+		return nil, err
+	}
+	f.Nominal = millisTime(nominal)
+	f.Actual = millisTime(actual)
+	f.Lag = f.Actual.Sub(f.Nominal)
+	return &f, nil
 }
 
 func scanFire(row rowScanner) (*store.AutomationFire, error) {

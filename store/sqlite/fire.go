@@ -22,7 +22,7 @@ var (
 	qFireLastRuns    = prepared("SELECT id, status, updated_at, finished_at FROM runs WHERE id IN (SELECT value FROM json_each(?))")
 	qFireExisting    = prepared("SELECT f.automation_id, f.nominal, f.actual, f.outcome, f.run_id, f.manual FROM json_each(?) AS j JOIN automation_fires AS f ON f.automation_id = j.value ->> 0 AND f.nominal = j.value ->> 1")
 	qInsertFire      = prepared("INSERT INTO automation_fires (automation_id, nominal, actual, outcome, run_id, manual) VALUES (?,?,?,?,?,?)")
-	qReleaseFire     = prepared("UPDATE automation_fires SET outcome = ?, run_id = ? WHERE automation_id = ? AND nominal = ?")
+	qReleaseFire     = prepared("UPDATE automation_fires SET outcome = ?, run_id = ?, actual = ? WHERE automation_id = ? AND nominal = ?")
 	// qPruneFires keeps an automation's newest ?2 fires.
 	qPruneFires = prepared("DELETE FROM automation_fires WHERE automation_id = ?1 AND nominal < (SELECT nominal FROM automation_fires WHERE automation_id = ?1 ORDER BY nominal DESC LIMIT 1 OFFSET ?2)")
 )
@@ -288,7 +288,7 @@ func (s *Store) fireEach(ctx context.Context, tx *sql.Tx, ps []store.FireParams,
 				}
 			}
 		} else {
-			if _, err := s.exec(ctx, tx, qReleaseFire, f.Outcome, f.RunID, f.AutomationID, f.Nominal.UnixMilli()); err != nil {
+			if _, err := s.exec(ctx, tx, qReleaseFire, f.Outcome, f.RunID, f.Actual.UnixMilli(), f.AutomationID, f.Nominal.UnixMilli()); err != nil {
 				return nil, fmt.Errorf("record fire of automation %s: %w", a.ID, err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ func testAutomations(t *testing.T, newStore NewFunc) {
 	t.Run("overlap policies", func(t *testing.T) { t.Parallel(); testOverlapPolicies(t, newStore) })
 	runCases(t, newStore, []storeCase{
 		{"create get list", testCreateGetListAutomations},
+		{"list pages with a keyset cursor", testListAutomationsPages},
 		{"create with a taken owner and key", testCreateTakenKey},
 		{"update and delete check the revision", testUpdateDeleteRevision},
 		{"re-enabling moves the cursor and a new monitor trigger resets the observation", testReenableAndRetrigger},
@@ -279,4 +281,79 @@ func settleFire(t *testing.T, s store.Store, automationID, runID string) {
 	if _, err := s.RecordAutomation(context.Background(), store.RecordParams{AutomationID: automationID, Finished: &store.RunFinish{RunID: runID, At: autT0.Add(3 * time.Minute), Status: store.RunSucceeded}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testListAutomationsPages pages through automations of two owners with
+// After and Limit: every page holds at most Limit, the pages together hold
+// each automation once in order, and an automation created behind the
+// cursor does not shift the next page.
+func testListAutomationsPages(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var want []string
+	for i, owner := range []string{"cli", "config", "mcp:editor"} {
+		for j := range 7 {
+			a := newTestAutomation(fmt.Sprintf("aut_%d%d", i, j), fmt.Sprintf("k%02d", j))
+			a.Owner = owner
+			mustCreateAutomation(t, s, a)
+			want = append(want, a.ID)
+		}
+	}
+	for _, f := range []store.AutomationFilter{{}, {Owner: "config"}, {Key: "k03"}} {
+		all, err := s.ListAutomations(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{1, 3, 7, 100} {
+			var got []string
+			p := f
+			p.Limit = limit
+			for pages := 0; ; pages++ {
+				if pages > len(all)+1 {
+					t.Fatalf("%+v: paging does not end", f)
+				}
+				page, err := s.ListAutomations(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page) > limit {
+					t.Fatalf("%+v limit %d: page of %d", f, limit, len(page))
+				}
+				if len(page) == 0 {
+					break
+				}
+				for _, a := range page {
+					got = append(got, a.ID)
+				}
+				last := page[len(page)-1]
+				p.After = &store.AutomationPosition{Owner: last.Owner, Key: last.Key}
+			}
+			if len(got) != len(all) {
+				t.Fatalf("%+v limit %d: pages hold %d, listing %d", f, limit, len(got), len(all))
+			}
+			for i := range got {
+				if got[i] != all[i].ID {
+					t.Fatalf("%+v limit %d: page item %d = %s, want %s", f, limit, i, got[i], all[i].ID)
+				}
+			}
+		}
+	}
+	first, err := s.ListAutomations(ctx, store.AutomationFilter{Limit: 5})
+	if err != nil || len(first) != 5 {
+		t.Fatalf("first page: %d, %v", len(first), err)
+	}
+	before := newTestAutomation("aut_early", "a00")
+	mustCreateAutomation(t, s, before) // sorts before the cursor
+	last := first[4]
+	next, err := s.ListAutomations(ctx, store.AutomationFilter{After: &store.AutomationPosition{Owner: last.Owner, Key: last.Key}, Limit: 2})
+	if err != nil || len(next) != 2 || next[0].ID != want[5] || next[1].ID != want[6] {
+		t.Fatalf("page after %s/%s = %v, %v; want %s %s", last.Owner, last.Key, automationIDs(next), err, want[5], want[6])
+	}
+}
+
+func automationIDs(list []*store.Automation) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = a.ID
+	}
+	return out
 }

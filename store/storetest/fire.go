@@ -168,6 +168,33 @@ func testOverlapPolicies(t *testing.T, newStore NewFunc) {
 			if !st.Buffered.IsZero() || st.LastRunID != "run_rel" || autCounts(s).Runs != 2 {
 				t.Fatalf("after release: %+v, %d runs", st, autCounts(s).Runs)
 			}
+			// The history records the release, two minutes after its slot,
+			// and each fire's run status.
+			if _, err := s.ClaimRun(ctx, store.ClaimParams{ID: "run_1", Claim: "c1", PID: 1, Now: autT0.Add(5 * time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.SettleRun(ctx, store.SettleParams{ID: "run_1", Claim: "c1", Status: store.RunFailed, Error: "boom", Now: autT0.Add(6 * time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+			fires, err := s.ListFires(ctx, "aut_a", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rel, first *store.AutomationFire
+			for _, f := range fires {
+				switch f.RunID {
+				case "run_rel":
+					rel = f
+				case "run_1":
+					first = f
+				}
+			}
+			if rel == nil || !rel.Actual.Equal(autT0.Add(4*time.Minute)) || rel.Lag != 2*time.Minute || rel.RunStatus != store.RunQueued {
+				t.Fatalf("released fire %+v, want actual at 4m, lag 2m, run queued", rel)
+			}
+			if first == nil || first.RunStatus != store.RunFailed {
+				t.Fatalf("first fire %+v, want its run's status failed", first)
+			}
 		})
 	}
 }

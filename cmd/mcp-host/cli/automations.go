@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/host"
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -82,15 +84,23 @@ func (e *env) autoCreateCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				x := res.Automation
+				next, warning := automations.NextDue(x, time.Now()), schedulerWarning(a)
 				if e.json {
-					return e.printJSON(res)
+					return e.printJSON(struct {
+						automations.CreateResult
+						NextDue time.Time `json:"next_due,omitzero"`
+						Zone    string    `json:"zone"`
+						Warning string    `json:"warning,omitempty"`
+					}{res, next.In(automations.Location(x)), automations.Location(x).String(), warning})
 				}
 				verb := "created"
 				if !res.Created {
 					verb = "exists (same spec)"
 				}
-				x := res.Automation
 				e.printf("%s %s (%s): %s → %s\n", verb, x.Key, x.ID, automations.Describe(x.Trigger), x.Target)
+				e.printf("  next due    %s\n", zoned(x, next))
+				e.warn(warning)
 				return nil
 			})
 		},
@@ -103,22 +113,75 @@ func (e *env) autoCreateCommand() *cobra.Command {
 }
 
 func (e *env) autoListCommand() *cobra.Command {
-	var owner string
+	var (
+		owner, cursor string
+		limit         int
+		pf            pageFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List automations with their last and next times",
-		Args:  noArgs,
+		Long: `List automations with their last and next times, by owner then key. The
+on: triggers of workflow files are synced first. A page holds at most
+--limit automations (with --json, those that fit in --max-bytes); the next
+page's cursor is printed after it ("more: ...", on stderr with --json).`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.withHost(cmd.Context(), false, func(a *host.Host) error {
-				list, err := a.Automations.List(cmd.Context(), automations.ListParams{Owner: owner})
+			if limit < 1 || limit > maxAutomationsPage {
+				return usagef("--limit %d: use 1 to %d", limit, maxAutomationsPage)
+			}
+			after, err := automations.ParseCursor(cursor)
+			if err != nil {
+				return usagef("--cursor %q: %v", cursor, err)
+			}
+			room, err := pf.room()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return e.withHost(ctx, false, func(a *host.Host) error {
+				if err := syncTriggers(ctx, a); err != nil {
+					return err
+				}
+				now := time.Now()
+				fetch := func(n int) ([]automations.Summary, string, error) {
+					list, err := a.Automations.List(ctx, automations.ListParams{Owner: owner, After: after, Limit: n + 1})
+					if err != nil {
+						return nil, "", err
+					}
+					next := ""
+					if len(list) > n {
+						list, next = list[:n], automations.Cursor(list[n-1])
+					}
+					sums := make([]automations.Summary, 0, len(list))
+					for _, x := range list {
+						sums = append(sums, automations.Summarize(x, now))
+					}
+					return sums, next, nil
+				}
+				var (
+					sums []automations.Summary
+					next string
+				)
+				if e.json {
+					sums, next, err = page.FillSized(limit, room, page.Indented(1), fetch, func(s automations.Summary) string { return "automation " + s.ID })
+					err = flagError(err)
+				} else {
+					sums, next, err = fetch(limit)
+				}
 				if err != nil {
 					return err
 				}
-				sums := make([]automations.Summary, 0, len(list))
-				for _, x := range list {
-					sums = append(sums, automations.Summarize(x))
+				more := func(w io.Writer) {
+					if next != "" {
+						fmt.Fprintf(w, "more: mcp-host automations list --cursor '%s'\n", next)
+					}
 				}
 				if e.json {
+					if sums == nil {
+						sums = []automations.Summary{}
+					}
+					more(e.stdio.Err)
 					return e.printJSON(sums)
 				}
 				if len(sums) == 0 {
@@ -126,13 +189,20 @@ func (e *env) autoListCommand() *cobra.Command {
 					return nil
 				}
 				e.printSummaries(sums)
+				more(e.stdio.Out)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&owner, "owner", "", "only this owner's (cli, config, mcp:<client>, ...)")
+	cmd.Flags().IntVar(&limit, "limit", maxAutomationsPage, fmt.Sprintf("at most this many automations (1 to %d)", maxAutomationsPage))
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a listing from the cursor a previous page printed")
+	pf.register(cmd)
 	return cmd
 }
+
+// maxAutomationsPage is the most automations one page lists.
+const maxAutomationsPage = 500
 
 // printSummaries writes automations as a table.
 func (e *env) printSummaries(sums []automations.Summary) {
@@ -145,22 +215,15 @@ func (e *env) printSummaries(sums []automations.Summary) {
 		}
 		last := "-"
 		if !s.LastStart.IsZero() {
-			last = localTime(s.LastStart) + " " + s.LastStatus
+			last = summaryTime(s.LastStart) + " " + s.LastStatus
 		}
 		next := "-"
 		if s.Enabled && !s.NextDue.IsZero() {
-			next = localTime(s.NextDue)
+			next = summaryTime(s.NextDue)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Key, s.Owner, s.Target, s.Schedule, state, last, next)
 	}
 	w.Flush()
-}
-
-func localTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format(time.DateTime)
 }
 
 func (e *env) autoShowCommand() *cobra.Command {
@@ -175,22 +238,31 @@ func (e *env) autoShowCommand() *cobra.Command {
 					return err
 				}
 				if e.json {
-					return e.printJSON(d)
+					return e.printJSON(struct {
+						*automations.Detail
+						NextDue time.Time `json:"next_due,omitzero"`
+						Zone    string    `json:"zone"`
+					}{d, automations.NextDue(d.Automation, time.Now()).In(automations.Location(d.Automation)), automations.Location(d.Automation).String()})
 				}
 				e.printAutomation(d.Automation)
 				if len(d.Fires) > 0 {
 					e.printf("fires (newest first):\n")
 					w := tabwriter.NewWriter(e.stdio.Out, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(w, "  NOMINAL\tACTUAL\tLAG\tOUTCOME\tRUN")
+					fmt.Fprintln(w, "  NOMINAL\tACTUAL\tLAG\tOUTCOME\tRUN\tRUN STATUS")
 					for _, f := range d.Fires {
 						kind := ""
 						if f.Manual {
 							kind = " (manual)"
 						}
-						fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\t%s\n", localTime(f.Nominal), localTime(f.Actual), f.Lag.Round(time.Millisecond), f.Outcome, kind, f.RunID)
+						status := string(f.RunStatus)
+						if status == "" && f.RunID != "" {
+							status = "deleted"
+						}
+						fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\t%s\t%s\n", zoned(d.Automation, f.Nominal), zoned(d.Automation, f.Actual), f.Lag.Round(time.Millisecond), f.Outcome, kind, f.RunID, status)
 					}
 					w.Flush()
 				}
+				e.warn(schedulerWarning(a))
 				return nil
 			})
 		},
@@ -213,12 +285,12 @@ func (e *env) printAutomation(x *store.Automation) {
 		e.printf("  state       paused %s\n", x.Note)
 	}
 	e.printf("  revision    %d\n", x.Revision)
-	e.printf("  last start  %s %s\n", localTime(st.LastStart), st.LastRunID)
-	e.printf("  last finish %s %s\n", localTime(st.LastFinish), st.LastStatus)
-	e.printf("  next due    %s\n", localTime(st.NextDue))
+	e.printf("  last start  %s %s\n", zoned(x, st.LastStart), st.LastRunID)
+	e.printf("  last finish %s %s\n", zoned(x, st.LastFinish), st.LastStatus)
+	e.printf("  next due    %s\n", zoned(x, automations.NextDue(x, time.Now())))
 	e.printf("  fires %d · skipped %d · missed %d\n", st.Fires, st.Skipped, st.Missed)
 	if st.Pending != nil {
-		e.printf("  pending     launch since %s (%d attempts) %s\n", localTime(st.Pending.Since), st.Pending.Attempts, st.Pending.Error)
+		e.printf("  pending     launch since %s (%d attempts) %s\n", zoned(x, st.Pending.Since), st.Pending.Attempts, st.Pending.Error)
 	}
 	if st.LastError != "" {
 		e.printf("  last error  %s\n", st.LastError)
@@ -251,7 +323,7 @@ func (e *env) autoUpdateCommand() *cobra.Command {
 			if fl.Changed("files") {
 				p.Files = f.files
 			}
-			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) { return svc.Update(cmd.Context(), p) })
+			return e.autoEdit(cmd.Context(), true, func(svc *automations.Service) (*store.Automation, error) { return svc.Update(cmd.Context(), p) })
 		},
 	}
 	f.register(cmd)
@@ -260,17 +332,29 @@ func (e *env) autoUpdateCommand() *cobra.Command {
 	return cmd
 }
 
-// autoEdit opens the store, runs fn and prints the automation it returns.
-func (e *env) autoEdit(ctx context.Context, fn func(*automations.Service) (*store.Automation, error)) error {
+// autoEdit opens the store, runs fn and prints the automation it returns,
+// with its next due time; warn adds the warning when no process is alive
+// to fire it.
+func (e *env) autoEdit(ctx context.Context, warn bool, fn func(*automations.Service) (*store.Automation, error)) error {
 	return e.withHost(ctx, true, func(a *host.Host) error {
 		x, err := fn(a.Automations)
 		if err != nil {
 			return err
 		}
+		warning := ""
+		if warn && x.Enabled {
+			warning = schedulerWarning(a)
+		}
 		if e.json {
-			return e.printJSON(x)
+			return e.printJSON(struct {
+				*store.Automation
+				NextDue time.Time `json:"next_due,omitzero"`
+				Zone    string    `json:"zone"`
+				Warning string    `json:"warning,omitempty"`
+			}{x, automations.NextDue(x, time.Now()).In(automations.Location(x)), automations.Location(x).String(), warning})
 		}
 		e.printAutomation(x)
+		e.warn(warning)
 		return nil
 	})
 }
@@ -282,7 +366,7 @@ func (e *env) autoPauseCommand() *cobra.Command {
 		Short: "Pause an automation; it fires nothing until resumed",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) {
+			return e.autoEdit(cmd.Context(), false, func(svc *automations.Service) (*store.Automation, error) {
 				return svc.Pause(cmd.Context(), args[0], note)
 			})
 		},
@@ -297,7 +381,7 @@ func (e *env) autoResumeCommand() *cobra.Command {
 		Short: "Resume a paused automation (what it missed meanwhile is not caught up)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.autoEdit(cmd.Context(), func(svc *automations.Service) (*store.Automation, error) {
+			return e.autoEdit(cmd.Context(), true, func(svc *automations.Service) (*store.Automation, error) {
 				return svc.Resume(cmd.Context(), args[0])
 			})
 		},

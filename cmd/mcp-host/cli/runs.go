@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/internal/text"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ func (e *env) runsCommand() *cobra.Command {
 	var (
 		status, target, cursor string
 		limit                  int
+		pf                     pageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "runs",
@@ -38,17 +40,33 @@ func (e *env) runsCommand() *cobra.Command {
 				}
 				p.Status = append(p.Status, store.RunStatus(s))
 			}
+			room, err := pf.room()
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return e.withHost(ctx, false, func(re *host.Host) error {
-				list, next, err := re.Runs.List(ctx, p)
-				if err != nil {
-					return err
-				}
 				if e.json {
+					// A page of the runs that fit in --max-bytes, printed.
+					list, next, err := page.FillSized(limit, room, page.Indented(2), func(n int) ([]*runs.Run, string, error) {
+						q := p
+						q.Limit = n
+						return re.Runs.List(ctx, q)
+					}, func(r *runs.Run) string { return "run " + r.ID + " (print it with runs show --json)" })
+					if err != nil {
+						return flagError(err)
+					}
+					if list == nil {
+						list = []*runs.Run{}
+					}
 					return e.printJSON(struct {
 						Runs       []*runs.Run `json:"runs"`
 						NextCursor string      `json:"next_cursor,omitempty"`
 					}{list, next})
+				}
+				list, next, err := re.Runs.List(ctx, p)
+				if err != nil {
+					return err
 				}
 				if len(list) == 0 {
 					e.printf("no runs\n")
@@ -81,16 +99,24 @@ func (e *env) runsCommand() *cobra.Command {
 	f.StringVar(&target, "target", "", "only runs of this target")
 	f.IntVar(&limit, "limit", 50, "at most this many runs")
 	f.StringVar(&cursor, "cursor", "", "continue a previous listing")
+	pf.register(cmd)
 	cmd.AddCommand(e.runsShowCommand(), e.runsDeleteCommand())
 	return cmd
 }
 
 func (e *env) runsShowCommand() *cobra.Command {
-	return &cobra.Command{
+	var pf pageFlags
+	cmd := &cobra.Command{
 		Use:   "show <run-id>",
 		Short: "Show one run: status, input, result, question, steps",
-		Args:  exactArgs(1),
+		Long: `Show one run: status, input, result, question, steps. With --json, a run
+larger than --max-bytes has its largest fields cut, listed in "cut" with
+where the whole value is.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := pf.room(); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return e.withHost(ctx, false, func(re *host.Host) error {
 				r, err := re.Runs.Get(ctx, args[0])
@@ -98,13 +124,15 @@ func (e *env) runsShowCommand() *cobra.Command {
 					return err
 				}
 				if e.json {
-					return e.printJSON(r)
+					return e.printJSON(fitRun(r, pf.maxBytes))
 				}
 				e.printRun(r)
 				return nil
 			})
 		},
 	}
+	pf.register(cmd)
+	return cmd
 }
 
 func (e *env) printRun(r *runs.Run) {
@@ -184,6 +212,9 @@ func (e *env) printRun(r *runs.Run) {
 		}
 		if s.Error != "" {
 			notes = append(notes, s.Error)
+		}
+		if s.OutputFile != "" {
+			notes = append(notes, "output in "+s.OutputFile)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.ID, s.Kind, s.Status, strings.Join(notes, ", "))
 	}

@@ -109,6 +109,7 @@ func TestRunCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"run", strings.Repeat("x", 1024)}, 1, "longer than 128"},
 		{[]string{"run", "ok", "--input", "{"}, 1, "input: not valid JSON"},
 		{[]string{"run", "typed", "--input", `{"n": "one"}`}, 1, "input: /n:"},
+		{[]string{"run", "typed", "--input", `{"s": "` + strings.Repeat("x", runs.MaxInputBytes) + `"}`}, 1, "over the cap of 262144 (256 KiB)"},
 		{[]string{"run", "broken"}, 1, "broken.yaml:"},
 		{[]string{"run"}, 2, "takes 1 argument"},
 		{[]string{"runs", "--status", "bogus"}, 2, `--status "bogus"`},

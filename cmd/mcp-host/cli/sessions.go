@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/internal/text"
 
 	"github.com/spf13/cobra"
@@ -61,11 +63,13 @@ func (e *env) openSessions(ctx context.Context, write bool, maxArchives *int) (*
 type listSessionsOptions struct {
 	limit  int
 	cursor string
+	page   pageFlags
 }
 
 func addListFlags(cmd *cobra.Command, o *listSessionsOptions) {
 	cmd.Flags().IntVar(&o.limit, "limit", sessions.DefaultPageLimit, fmt.Sprintf("sessions per page (1 to %d)", sessions.MaxPageLimit))
 	cmd.Flags().StringVar(&o.cursor, "cursor", "", "continue a listing from the cursor a previous page printed")
+	o.page.register(cmd)
 }
 
 func (e *env) sessionsListCommand() *cobra.Command {
@@ -84,17 +88,35 @@ func (e *env) listSessions(ctx context.Context, o listSessionsOptions) error {
 	if o.limit < 1 || o.limit > sessions.MaxPageLimit {
 		return usagef("--limit %d: use 1 to %d", o.limit, sessions.MaxPageLimit)
 	}
+	room, err := o.page.room()
+	if err != nil {
+		return err
+	}
 	m, done, err := e.openSessions(ctx, false, nil)
 	if err != nil {
 		return err
 	}
 	defer done()
+	if e.json {
+		// The sessions that fit in --max-bytes, printed.
+		list, next, err := page.FillSized(o.limit, room, page.Indented(2), func(n int) ([]*store.Session, string, error) {
+			pg, err := m.List(ctx, sessions.ListParams{Cursor: o.cursor, Limit: n})
+			if err != nil {
+				return nil, "", err
+			}
+			return pg.Sessions, pg.NextCursor, nil
+		}, func(s *store.Session) string { return "session " + s.ID })
+		if err != nil {
+			return flagError(err)
+		}
+		if list == nil {
+			list = []*store.Session{}
+		}
+		return e.printJSON(&sessions.SessionPage{Sessions: list, NextCursor: next})
+	}
 	page, err := m.List(ctx, sessions.ListParams{Cursor: o.cursor, Limit: o.limit})
 	if err != nil {
 		return err
-	}
-	if e.json {
-		return e.printJSON(page)
 	}
 	if len(page.Sessions) == 0 {
 		e.printf("no sessions\n")
@@ -116,16 +138,23 @@ func (e *env) sessionsShowCommand() *cobra.Command {
 	var (
 		cursor string
 		limit  int
+		pf     pageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "show <session-id>",
 		Short: "Print a session as a readable transcript (--json: the session and its messages)",
 		Long: `Print a session as a readable transcript. Without --limit it prints every
-message; with --limit N (and --cursor C) one page, and the cursor of the next.`,
+message; with --limit N (and --cursor C) one page, and the cursor of the next.
+With --json it prints one page: the session and the messages that fit in
+--max-bytes (at most --limit), and next_cursor when more follow.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("limit") && (limit < 1 || limit > sessions.MaxPageLimit) {
 				return usagef("--limit %d: use 1 to %d", limit, sessions.MaxPageLimit)
+			}
+			room, err := pf.room()
+			if err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			m, done, err := e.openSessions(ctx, false, nil)
@@ -133,6 +162,9 @@ message; with --limit N (and --cursor C) one page, and the cursor of the next.`,
 				return err
 			}
 			defer done()
+			if e.json {
+				return e.printSessionPage(ctx, m, sessions.ReadParams{SessionID: args[0], Cursor: cursor, Limit: cmp.Or(limit, sessions.MaxPageLimit)}, room)
+			}
 			paged := cmd.Flags().Changed("limit") || cursor != ""
 			page, err := m.Read(ctx, sessions.ReadParams{SessionID: args[0], Cursor: cursor, Limit: limit})
 			if err != nil {
@@ -146,9 +178,6 @@ message; with --limit N (and --cursor C) one page, and the cursor of the next.`,
 				page.Messages = append(page.Messages, next.Messages...)
 				page.NextCursor = next.NextCursor
 			}
-			if e.json {
-				return e.printJSON(page)
-			}
 			if err := sessions.Transcript(e.stdio.Out, page.Session, page.Messages); err != nil {
 				return err
 			}
@@ -160,7 +189,41 @@ message; with --limit N (and --cursor C) one page, and the cursor of the next.`,
 	}
 	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this message (a cursor a previous page printed)")
 	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("print one page of at most N messages (1 to %d)", sessions.MaxPageLimit))
+	pf.register(cmd)
 	return cmd
+}
+
+// printSessionPage prints, as JSON, the session p names and the messages
+// after p.Cursor that fit in room with it.
+func (e *env) printSessionPage(ctx context.Context, m *sessions.Manager, p sessions.ReadParams, room int) error {
+	sess, err := m.Get(ctx, p.SessionID)
+	if err != nil {
+		return err
+	}
+	head, err := page.Indented(1)(sess) // the session's own fields come out of the room
+	if err != nil {
+		return err
+	}
+	if room-head < page.MinBytes/2 {
+		return flagError(&page.TooLargeError{What: "session " + sess.ID, Size: head})
+	}
+	msgs, next, err := page.FillSized(p.Limit, room-head, page.Indented(2), func(n int) ([]*store.Message, string, error) {
+		q := p
+		q.Limit = n
+		pg, err := m.Read(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		sess = pg.Session
+		return pg.Messages, pg.NextCursor, nil
+	}, func(msg *store.Message) string { return "message " + msg.ID })
+	if err != nil {
+		return flagError(err)
+	}
+	if msgs == nil {
+		msgs = []*store.Message{}
+	}
+	return e.printJSON(&sessions.MessagePage{Session: sess, Messages: msgs, NextCursor: next})
 }
 
 func (e *env) sessionsCreateCommand() *cobra.Command {

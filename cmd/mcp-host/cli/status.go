@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
@@ -97,7 +98,8 @@ func (e *env) statusCommand() *cobra.Command {
 	}
 }
 
-// status reads every workspace under the state root without changing any.
+// status reads every workspace under the state root without changing any,
+// except that the current workspace's workflow triggers are synced first.
 func (e *env) status(ctx context.Context) (statusReport, error) {
 	root, err := e.stateRoot()
 	if err != nil {
@@ -117,7 +119,11 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 		st := workspaceStatus{ID: info.ID, Root: info.Root, Here: info.ID == hereID, LastSeen: info.LastSeen}
 		st.Scheduler = describeLock(filepath.Join(dir, "locks"), "scheduler")
 		st.Worker = describeLock(filepath.Join(dir, "locks"), "worker")
-		if err := readStore(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
+		read := readStore
+		if st.Here {
+			read = e.readSyncedStore // this workspace's files are at hand: sync their triggers
+		}
+		if err := read(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
 			st.Error = err.Error()
 		}
 		rep.Workspaces = append(rep.Workspaces, st)
@@ -186,7 +192,7 @@ func readStore(ctx context.Context, p string, st *workspaceStatus) error {
 	if st.Counts, err = s.Counts(ctx); err != nil {
 		return err
 	}
-	if st.Schedules, err = automations.Summaries(ctx, s); err != nil {
+	if st.Schedules, err = automations.Summaries(ctx, s, time.Now()); err != nil {
 		return err
 	}
 	st.Stalled, err = runs.Stalled(ctx, s, filepath.Join(filepath.Dir(p), "locks"), maxStalledShown)
@@ -196,6 +202,15 @@ func readStore(ctx context.Context, p string, st *workspaceStatus) error {
 // maxStalledShown bounds the stalled runs status lists per workspace.
 const maxStalledShown = 20
 
+// readSyncedStore fills st as readStore does, for the current workspace,
+// after syncing the `on:` triggers of its workflow files.
+func (e *env) readSyncedStore(ctx context.Context, p string, st *workspaceStatus) error {
+	if err := e.withHost(ctx, false, func(h *host.Host) error { return syncTriggers(ctx, h) }); err != nil {
+		return err
+	}
+	return readStore(ctx, p, st)
+}
+
 // scheduleLine is one automation as status and list print it:
 // key, schedule, target, last and next times.
 func scheduleLine(a automations.Summary) string {
@@ -203,7 +218,7 @@ func scheduleLine(a automations.Summary) string {
 		if t.IsZero() {
 			return "never"
 		}
-		return t.Local().Format(time.DateTime)
+		return summaryTime(t)
 	}
 	state := "next " + when(a.NextDue)
 	if !a.Enabled {

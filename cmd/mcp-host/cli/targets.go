@@ -38,8 +38,8 @@ func (e *env) listCommand() *cobra.Command {
 				return err
 			}
 			wfs, problems := runs.DirTargets(ws.WorkflowsDir()).List()
-			var st workspaceStatus // the workspace's automations, read-only
-			if err := readStore(cmd.Context(), ws.DBPath(), &st); err != nil {
+			var st workspaceStatus // the workspace's automations, its triggers synced
+			if err := e.readSyncedStore(cmd.Context(), ws.DBPath(), &st); err != nil {
 				return err
 			}
 			out := struct {

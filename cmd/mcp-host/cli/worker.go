@@ -65,6 +65,11 @@ user unit or launchd to keep one up.`,
 					return n > 0, err
 				}},
 			}
+			// The workflow files' on: triggers first, so that an idle check
+			// before the scheduler's first pass counts them.
+			if err := syncTriggers(ctx, re); err != nil {
+				return err
+			}
 			return e.runWorker(ctx, re.Workspace, re.Worker, idle, parts)
 		},
 	}
