@@ -19,12 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
-	"log/slog"
 	"sync"
 	"time"
 
