@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
+	"github.com/cairnhq/cairn/internal/diskfree"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -34,6 +35,7 @@ type workspaceStatus struct {
 	Counts    store.Counts          `json:"counts"`
 	Schedules []automations.Summary `json:"schedules"`
 	Error     string                `json:"error,omitempty"`
+	Disk      string                `json:"disk,omitempty"` // why writes are refused: the state disk is (nearly) full
 }
 
 type statusReport struct {
@@ -75,6 +77,9 @@ func (e *env) statusCommand() *cobra.Command {
 				for _, a := range w.Schedules {
 					e.printf("  %s\n", scheduleLine(a))
 				}
+				if w.Disk != "" {
+					e.printf("  state disk  %s\n", w.Disk)
+				}
 				if w.Error != "" {
 					e.printf("  error       %s\n", w.Error)
 				}
@@ -104,6 +109,9 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 		st := workspaceStatus{ID: info.ID, Root: info.Root, Here: info.ID == hereID, LastSeen: info.LastSeen}
 		st.Scheduler = describeLock(filepath.Join(dir, "locks"), "scheduler")
 		st.Worker = describeLock(filepath.Join(dir, "locks"), "worker")
+		if err := (&diskfree.Guard{Path: dir}).Check(); err != nil {
+			st.Disk = err.Error()
+		}
 		if err := readStore(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
 			st.Error = err.Error()
 		}
