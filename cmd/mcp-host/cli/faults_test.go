@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/reexec"
+	"github.com/cairnhq/cairn/internal/stuckwriter"
 	"github.com/cairnhq/cairn/internal/tmpfs"
 	"github.com/cairnhq/cairn/workspace"
 )
@@ -210,5 +211,44 @@ func TestServeEndsWhenStateFolderDeleted(t *testing.T) {
 	// Nothing recreated the database behind the deletion.
 	if _, err := os.Stat(c.ws.DBPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after the deletion %s: %v", c.ws.DBPath(), err)
+	}
+}
+
+// TestReadCommandsAnswerWhileAWriterIsStopped freezes (SIGSTOP) a process
+// inside a write transaction: status, runs, sessions list and automations
+// list, each a real mcp-host process, still answer.
+func TestReadCommandsAnswerWhileAWriterIsStopped(t *testing.T) {
+	t.Parallel()
+	c := newCLIWS(t, cliFiles(t))
+	if code, _, errs := c.run("sessions", "create", "chat"); code != 0 {
+		t.Fatalf("sessions create: %s", errs)
+	}
+	holder := reexec.Start(t, reexec.Params{Args: []string{"-test.run=^$"}, Env: []string{stuckwriter.Env + "=" + c.ws.DBPath()}})
+	if line := holder.Line(t); line != "holding" {
+		t.Fatalf("holder said %q", line)
+	}
+	if err := holder.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Cmd.Process.Signal(syscall.SIGCONT)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status"}, {"runs"}, {"sessions", "list"}, {"automations", "list"}} {
+		cmd := exec.Command(exe, append([]string{"--state", c.state, "--workspace", c.root}, args...)...)
+		cmd.Env = append(os.Environ(), "CAIRN_CLI_MAIN=1")
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(start)
+		t.Logf("%s answered in %s with a writer stopped", strings.Join(args, " "), took.Round(time.Millisecond))
+		if err != nil {
+			t.Errorf("%s with a writer stopped: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		// A correctness bound with a wide margin (the issue asks for 1 s):
+		// before, these waited for the write lock and failed after 10 s.
+		if took > 8*time.Second {
+			t.Errorf("%s took %s with a writer stopped", strings.Join(args, " "), took)
+		}
 	}
 }
