@@ -39,7 +39,7 @@ type Settings struct {
 // StoreSettings is the store: section.
 type StoreSettings struct {
 	// BusyTimeout is how long a write waits for another process's write
-	// lock; nil: sqlite.DefaultBusyTimeout.
+	// lock; nil: sqlite.DefaultWriteWait.
 	BusyTimeout *Duration `yaml:"busy_timeout"`
 }
 

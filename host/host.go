@@ -221,7 +221,7 @@ func (h *Host) openStore(ctx context.Context, cfg Config, now time.Time) error {
 	}
 	opts := sqlite.Options{Logger: h.log}
 	if d := h.Settings.Store.BusyTimeout; d != nil {
-		opts.BusyTimeout = time.Duration(*d)
+		opts.WriteWait = time.Duration(*d)
 	}
 	st, err := sqlite.Open(ctx, ws.DBPath(), opts)
 	if err != nil {

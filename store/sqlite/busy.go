@@ -17,12 +17,12 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// A writer that finds the write lock taken waits up to Options.BusyTimeout
+// A writer that finds the write lock taken waits up to Options.WriteWait
 // (store.busy_timeout), saying in the log whom it waits for. SQLite's own
 // busy wait runs in short slices (writeBusySlice) so that begin can log
 // between them.
 const (
-	DefaultBusyTimeout = 2 * time.Minute
+	DefaultWriteWait = 2 * time.Minute
 	writeBusySlice     = 500 * time.Millisecond
 	busyLogFirst       = 2 * time.Second
 	busyLogEvery       = 10 * time.Second
@@ -31,7 +31,7 @@ const (
 // begin starts the write transaction (BEGIN IMMEDIATE). SQLite's busy wait
 // is not fair: a process writing in a tight loop can starve a sleeping
 // waiter. A busy BEGIN has done nothing, so it is safe to try again, for
-// up to BusyTimeout.
+// up to WriteWait.
 func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
 	start := time.Now()
 	nextLog := start.Add(busyLogFirst)
@@ -42,11 +42,11 @@ func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
 		}
 		now := time.Now()
 		waited := now.Sub(start).Round(time.Second)
-		if now.Sub(start) >= s.opts.BusyTimeout {
+		if now.Sub(start) >= s.opts.WriteWait {
 			return nil, fmt.Errorf("waited %s for %s's write to %s (store.busy_timeout): %w", waited, s.writeHolder(), s.path, err)
 		}
 		if now.After(nextLog) {
-			s.log.Warn(fmt.Sprintf("waiting for %s's write for %s", s.writeHolder(), waited), "db", s.path, "limit", s.opts.BusyTimeout)
+			s.log.Warn(fmt.Sprintf("waiting for %s's write for %s", s.writeHolder(), waited), "db", s.path, "limit", s.opts.WriteWait)
 			nextLog = now.Add(busyLogEvery)
 		}
 		time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond)

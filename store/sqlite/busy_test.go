@@ -36,7 +36,7 @@ func (l *logBuffer) String() string {
 // TestStuckWriterBlocksNoReader holds the write lock in another process:
 // opening the store and reading need no write lock; a write waits,
 // saying for whom, and goes through once the lock is free, or gives up
-// after BusyTimeout naming the setting.
+// after WriteWait naming the setting.
 func TestStuckWriterBlocksNoReader(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -66,13 +66,13 @@ func TestStuckWriterBlocksNoReader(t *testing.T) {
 	}
 	t.Logf("open and read while a writer holds the lock: %s", time.Since(start).Round(time.Millisecond))
 
-	short, err := Open(ctx, dbPath, Options{BusyTimeout: time.Second})
+	short, err := Open(ctx, dbPath, Options{WriteWait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer short.Close()
 	if err := createRun(short, "short", 10); err == nil || !strings.Contains(err.Error(), "store.busy_timeout") {
-		t.Fatalf("write past BusyTimeout: %v", err)
+		t.Fatalf("write past WriteWait: %v", err)
 	}
 
 	wrote := make(chan error, 1)

@@ -54,9 +54,13 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read connection pool (default 4).
 	Readers int
-	// BusyTimeout is how long a write waits for another process's write
-	// lock (default DefaultBusyTimeout), saying so in the log meanwhile.
+	// BusyTimeout is SQLite's busy wait of each connection (default
+	// 10s); the writer waits in slices of at most writeBusySlice.
 	BusyTimeout time.Duration
+	// WriteWait is how long a write keeps waiting for another process's
+	// write lock (store.busy_timeout; default DefaultWriteWait), saying so
+	// in the log meanwhile.
+	WriteWait time.Duration
 	// Logger receives the store's warnings (waits, paused writes); nil:
 	// discard.
 	Logger *slog.Logger
@@ -198,7 +202,10 @@ func withDefaults(o Options) Options {
 		o.Readers = 4
 	}
 	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = DefaultBusyTimeout
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.WriteWait <= 0 {
+		o.WriteWait = DefaultWriteWait
 	}
 	return o
 }
