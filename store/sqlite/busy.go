@@ -18,12 +18,14 @@ import (
 )
 
 // A writer that finds the write lock taken waits up to Options.WriteWait
-// (store.busy_timeout), saying in the log whom it waits for. SQLite's own
-// busy wait runs in short slices (writeBusySlice) so that begin can log
-// between them.
+// (store.busy_timeout), saying in the log whom it waits for. It polls:
+// SQLite's own busy wait backs off to 100 ms between tries, so a writer
+// committing slice after slice would starve it; a short busy wait
+// (writeBusySlice) and a retry every few milliseconds catch the gap
+// between two slices (see sliceGap).
 const (
 	DefaultWriteWait = 2 * time.Minute
-	writeBusySlice     = 500 * time.Millisecond
+	writeBusySlice   = 5 * time.Millisecond
 	busyLogFirst       = 2 * time.Second
 	busyLogEvery       = 10 * time.Second
 )
@@ -49,7 +51,7 @@ func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
 			s.log.Warn(fmt.Sprintf("waiting for %s's write for %s", s.writeHolder(), waited), "db", s.path, "limit", s.opts.WriteWait)
 			nextLog = now.Add(busyLogEvery)
 		}
-		time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond)
+		time.Sleep(time.Duration(1+rand.IntN(5)) * time.Millisecond)
 	}
 }
 

@@ -17,6 +17,10 @@ import (
 
 const sliceTarget = 50 * time.Millisecond
 
+// sliceGap is the pause between two slices, in which a writer of another
+// process (polling every few milliseconds, see begin) takes the lock.
+const sliceGap = 10 * time.Millisecond
+
 // slicer sizes the slices of one long operation by how long the last one
 // took.
 type slicer struct{ n, min, max int }
@@ -51,6 +55,7 @@ func (s *Store) sliced(ctx context.Context, kind string, sl *slicer, fn func(tx 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		time.Sleep(sliceGap)
 	}
 }
 
@@ -68,7 +73,7 @@ var (
 // session's compaction lock is held, so the range does not change.
 func (s *Store) copySliced(ctx context.Context, sessionID string, n, from, to int64) error {
 	last := from - 1
-	return s.sliced(ctx, "session.compact.copy", newSlicer(2000, 100, 50000), func(tx *sql.Tx, k int) (bool, error) {
+	return s.sliced(ctx, "session.compact.copy", newSlicer(500, 50, 50000), func(tx *sql.Tx, k int) (bool, error) {
 		res, err := s.exec(ctx, tx, qCopySlice, n, sessionID, last, to, k)
 		if err != nil {
 			return false, fmt.Errorf("archive messages of session %s: %w", sessionID, err)
@@ -94,7 +99,7 @@ func (s *Store) dropHidden(ctx context.Context, sessionID string) error {
 	if hidden == 0 {
 		return nil
 	}
-	return s.sliced(ctx, "session.compact.drop", newSlicer(2000, 100, 50000), func(tx *sql.Tx, k int) (bool, error) {
+	return s.sliced(ctx, "session.compact.drop", newSlicer(500, 50, 50000), func(tx *sql.Tx, k int) (bool, error) {
 		res, err := s.exec(ctx, tx, qDropHidden, sessionID, sessionID, k)
 		if err != nil {
 			return false, fmt.Errorf("delete compacted messages of session %s: %w", sessionID, err)
@@ -107,7 +112,7 @@ func (s *Store) dropHidden(ctx context.Context, sessionID string) error {
 // dropArchiveRows deletes the message rows of archive n, a slice per
 // operation; the archive is already hidden (in_rows = 2).
 func (s *Store) dropArchiveRows(ctx context.Context, n int64) error {
-	return s.sliced(ctx, "session.archive.prune", newSlicer(2000, 100, 50000), func(tx *sql.Tx, k int) (bool, error) {
+	return s.sliced(ctx, "session.archive.prune", newSlicer(500, 50, 50000), func(tx *sql.Tx, k int) (bool, error) {
 		res, err := s.exec(ctx, tx, qDropRows, n, n, k)
 		if err != nil {
 			return false, fmt.Errorf("delete archived messages: %w", err)

@@ -54,8 +54,8 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read connection pool (default 4).
 	Readers int
-	// BusyTimeout is SQLite's busy wait of each connection (default
-	// 10s); the writer waits in slices of at most writeBusySlice.
+	// BusyTimeout is SQLite's busy wait of each read connection (default
+	// 10s); the writer polls instead (see busy.go).
 	BusyTimeout time.Duration
 	// WriteWait is how long a write keeps waiting for another process's
 	// write lock (store.busy_timeout; default DefaultWriteWait), saying so
@@ -214,7 +214,7 @@ func dsn(p string, o Options, write bool) string {
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
 	busy := o.BusyTimeout
 	if write {
-		busy = min(busy, writeBusySlice) // begin waits the rest, logging
+		busy = min(busy, writeBusySlice) // begin polls for the rest, logging
 	}
 	q := []string{
 		"_pragma=busy_timeout(" + strconv.Itoa(int(busy/time.Millisecond)) + ")",
