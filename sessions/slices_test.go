@@ -54,6 +54,9 @@ func childAppendTimed(ctx context.Context, st store.Store, id string) error {
 func TestCompactionLetsAnotherProcessAppend(t *testing.T) {
 	t.Parallel()
 	n := reexec.Soak(20_000, 400_000)
+	if raceEnabled && os.Getenv(reexec.SoakEnv) == "" {
+		n = 5_000
+	}
 	ctx := context.Background()
 	f := setup(t, sessions.Options{})
 	const id = "ses_busy_big"

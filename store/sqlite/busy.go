@@ -26,8 +26,8 @@ import (
 const (
 	DefaultWriteWait = 2 * time.Minute
 	writeBusySlice   = 5 * time.Millisecond
-	busyLogFirst       = 2 * time.Second
-	busyLogEvery       = 10 * time.Second
+	busyLogFirst     = 2 * time.Second
+	busyLogEvery     = 10 * time.Second
 )
 
 // begin starts the write transaction (BEGIN IMMEDIATE). SQLite's busy wait
