@@ -19,7 +19,7 @@ const sliceTarget = 50 * time.Millisecond
 
 // sliceGap is the pause between two slices, in which a writer of another
 // process (polling every few milliseconds, see begin) takes the lock.
-const sliceGap = 10 * time.Millisecond
+const sliceGap = 5 * time.Millisecond
 
 // slicer sizes the slices of one long operation by how long the last one
 // took.
@@ -38,8 +38,9 @@ func (sl *slicer) took(d time.Duration) {
 }
 
 // sliced runs fn as write operations of kind, one slice each, until fn
-// reports done. fn gets the slice size.
-func (s *Store) sliced(ctx context.Context, kind string, sl *slicer, fn func(tx *sql.Tx, n int) (done bool, err error)) error {
+// reports done. fn gets the slice size; committed, when not nil, is called
+// after each slice that committed (what fn computed is valid only then).
+func (s *Store) sliced(ctx context.Context, kind string, sl *slicer, fn func(tx *sql.Tx, n int) (done bool, err error), committed func()) error {
 	for {
 		var done bool
 		start := time.Now()
@@ -48,8 +49,14 @@ func (s *Store) sliced(ctx context.Context, kind string, sl *slicer, fn func(tx 
 			done, err = fn(tx, sl.n)
 			return err
 		})
-		if err != nil || done {
+		if err != nil {
 			return err
+		}
+		if committed != nil {
+			committed()
+		}
+		if done {
+			return nil
 		}
 		sl.took(time.Since(start))
 		if err := ctx.Err(); err != nil {
@@ -73,7 +80,7 @@ var (
 // session's compaction lock is held, so the range does not change.
 func (s *Store) copySliced(ctx context.Context, sessionID string, n, from, to int64) error {
 	last := from - 1
-	return s.sliced(ctx, "session.compact.copy", newSlicer(500, 50, 50000), func(tx *sql.Tx, k int) (bool, error) {
+	return s.sliced(ctx, "session.compact.copy", newSlicer(1000, 200, 50000), func(tx *sql.Tx, k int) (bool, error) {
 		res, err := s.exec(ctx, tx, qCopySlice, n, sessionID, last, to, k)
 		if err != nil {
 			return false, fmt.Errorf("archive messages of session %s: %w", sessionID, err)
@@ -86,7 +93,7 @@ func (s *Store) copySliced(ctx context.Context, sessionID string, n, from, to in
 			return false, fmt.Errorf("archive messages of session %s: %w", sessionID, err)
 		}
 		return false, nil
-	})
+	}, nil)
 }
 
 // dropHidden deletes the messages a compaction replaced (below the
@@ -99,27 +106,27 @@ func (s *Store) dropHidden(ctx context.Context, sessionID string) error {
 	if hidden == 0 {
 		return nil
 	}
-	return s.sliced(ctx, "session.compact.drop", newSlicer(500, 50, 50000), func(tx *sql.Tx, k int) (bool, error) {
+	return s.sliced(ctx, "session.compact.drop", newSlicer(1000, 200, 50000), func(tx *sql.Tx, k int) (bool, error) {
 		res, err := s.exec(ctx, tx, qDropHidden, sessionID, sessionID, k)
 		if err != nil {
 			return false, fmt.Errorf("delete compacted messages of session %s: %w", sessionID, err)
 		}
 		n, err := res.RowsAffected()
 		return n < int64(k), err
-	})
+	}, nil)
 }
 
 // dropArchiveRows deletes the message rows of archive n, a slice per
 // operation; the archive is already hidden (in_rows = 2).
 func (s *Store) dropArchiveRows(ctx context.Context, n int64) error {
-	return s.sliced(ctx, "session.archive.prune", newSlicer(500, 50, 50000), func(tx *sql.Tx, k int) (bool, error) {
+	return s.sliced(ctx, "session.archive.prune", newSlicer(1000, 200, 50000), func(tx *sql.Tx, k int) (bool, error) {
 		res, err := s.exec(ctx, tx, qDropRows, n, n, k)
 		if err != nil {
 			return false, fmt.Errorf("delete archived messages: %w", err)
 		}
 		got, err := res.RowsAffected()
 		return got < int64(k), err
-	})
+	}, nil)
 }
 
 // withNewOp gives each slice an operation id of its own.
