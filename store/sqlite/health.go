@@ -33,17 +33,17 @@ func (h *health) get() store.Health {
 }
 
 // set records a new state (err nil: writing) and wakes the watchers. A
-// fatal state is final.
+// fatal state is final; a pause keeps its first fault.
 func (h *health) set(err error, fatal bool, now time.Time) (changed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cur.Fatal || (err == nil && h.cur.Err == nil) {
+	switch {
+	case h.cur.Fatal, err == nil && h.cur.Err == nil:
 		return false
+	case err != nil && !fatal && h.cur.Err != nil:
+		return false // paused already: one pause, however many faults
 	}
-	if h.cur.Err == nil || fatal != h.cur.Fatal || err == nil {
-		h.cur.Since = now
-	}
-	h.cur.Err, h.cur.Fatal = err, fatal
+	h.cur.Err, h.cur.Fatal, h.cur.Since = err, fatal, now
 	if h.changed != nil {
 		close(h.changed)
 		h.changed = nil

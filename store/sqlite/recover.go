@@ -49,17 +49,19 @@ func (s *Store) recoverWrites() bool {
 			}
 		}
 		err := s.resume()
-		if s.afterRetry != nil {
-			s.afterRetry()
-		}
-		if err == nil {
+		switch {
+		case err == nil:
 			if s.health.set(nil, false, s.clk.Now()) {
 				s.log.Info("state store writes again", "paused_for", s.clk.Now().Sub(h.Since).Round(time.Millisecond))
 			}
-			return true
-		}
-		if isDiskFault(err) {
+		case isDiskFault(err):
 			s.pause(err)
+		}
+		if s.afterRetry != nil {
+			s.afterRetry() // after Health reflects the trial
+		}
+		if err == nil {
+			return true
 		}
 		delay = min(delay*2, retryMax)
 	}
