@@ -60,7 +60,8 @@ func (s *Store) PrepareCompaction(ctx context.Context, p store.PrepareCompaction
 		if k, err := res.RowsAffected(); err != nil || k != 1 {
 			return fmt.Errorf("seal archive %s: it was settled meanwhile (%v)", a.ID, err)
 		}
-		at.res.Pruned, err = hideExcess(ctx, tx, p.SessionID, a.ID, p.MaxArchives)
+		more, err := hideExcess(ctx, tx, p.SessionID, a.ID, p.MaxArchives)
+		at.res.Pruned = append(at.res.Pruned, more...)
 		return err
 	})
 	if err != nil {
@@ -85,6 +86,10 @@ func insertAttempt(ctx context.Context, tx *sql.Tx, p store.PrepareCompactionPar
 	// Whoever prepares holds the session's compaction lock, so every
 	// prepared attempt left is abandoned: its process died.
 	if res.Interrupted, err = interruptAbandoned(ctx, tx, p.SessionID, now); err != nil {
+		return nil, err
+	}
+	// Settled just now, those count towards retention at once.
+	if res.Pruned, err = hideExcess(ctx, tx, p.SessionID, p.ArchiveID, p.MaxArchives); err != nil {
 		return nil, err
 	}
 	var first, cut int64
