@@ -173,7 +173,8 @@ func New(cfg Config) *Scheduler {
 
 // Start runs the scheduler in the background until ctx ends or Stop. It
 // returns at once; it fails only when the configuration is incomplete or
-// the scheduler was started before.
+// the scheduler runs already. A stopped scheduler can be started again
+// (a host pauses it while its store cannot write).
 func (s *Scheduler) Start(ctx context.Context) error {
 	if s.cfg.Store == nil || s.cfg.Targets == nil || s.cfg.LocksDir == "" {
 		return errors.New("start scheduler: Store, Targets and LocksDir are required")
@@ -200,6 +201,18 @@ func (s *Scheduler) Stop() {
 	}
 	cancel(ErrStopped)
 	<-done
+	s.mu.Lock()
+	if s.done == done {
+		s.cancel, s.done = nil, nil
+	}
+	s.mu.Unlock()
+}
+
+// Running reports whether the scheduler was started and not stopped.
+func (s *Scheduler) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done != nil
 }
 
 // Notify tells the scheduler that automations changed, so that it

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -36,6 +37,14 @@ type Settings struct {
 	Env       EnvSettings       `yaml:"env"`
 	Notify    notify.Settings   `yaml:"notify"`
 	Disk      DiskSettings      `yaml:"disk"`
+	Store     StoreSettings     `yaml:"store"`
+}
+
+// StoreSettings is the store: section.
+type StoreSettings struct {
+	// BusyTimeout is how long a write waits for another process's write
+	// lock; nil: sqlite.DefaultWriteWait.
+	BusyTimeout *Duration `yaml:"busy_timeout"`
 }
 
 // JournalSettings is the journal: section: the caps of run output
@@ -117,6 +126,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 	}
 	if err := s.Disk.MinFree.check(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if d := s.Store.BusyTimeout; d != nil && time.Duration(*d) < time.Second {
+		return s, fmt.Errorf("read config %s: store.busy_timeout is %s; use at least 1s", p, time.Duration(*d))
 	}
 	if err := s.Retention.validate(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)

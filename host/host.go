@@ -89,6 +89,7 @@ type Host struct {
 
 	gc       *retention.Loop // nil when retention.interval is 0
 	notifier *notifier       // nil when notify: sets no channel
+	sup      *supervisor     // follows the store's health (health.go); nil for a store that cannot pause
 
 	log     *slog.Logger
 	scratch string // a dry run's private locks folder, outside the state root
@@ -189,6 +190,10 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if every := settings.Retention.GCInterval(); every > 0 {
 		h.gc = &retention.Loop{C: h.Retention, Interval: every}
 	}
+	if w, ok := h.Store.(store.HealthWatcher); ok && !cfg.ReadOnly {
+		h.sup = newSupervisor()
+		h.superviseHealth(w)
+	}
 	return h, nil
 }
 
@@ -222,7 +227,11 @@ func (h *Host) openStore(ctx context.Context, cfg Config, now time.Time) error {
 			return err
 		}
 	}
-	st, err := sqlite.Open(ctx, ws.DBPath(), sqlite.Options{})
+	opts := sqlite.Options{Logger: h.log}
+	if d := h.Settings.Store.BusyTimeout; d != nil {
+		opts.WriteWait = time.Duration(*d)
+	}
+	st, err := sqlite.Open(ctx, ws.DBPath(), opts)
 	if err != nil {
 		return err
 	}
@@ -279,6 +288,14 @@ func (h *Host) Start(ctx context.Context) error {
 // Stop stops the scheduler and the run engine: runs still executing are
 // released for a peer to adopt. It is idempotent and waits.
 func (h *Host) Stop() {
+	if h.sup != nil {
+		h.sup.halt()
+	}
+	h.stopLoops()
+}
+
+// stopLoops stops the retention loop, the scheduler and the run engine.
+func (h *Host) stopLoops() {
 	if h.notifier != nil {
 		h.notifier.outbox.Stop()
 	}

@@ -40,6 +40,8 @@ func runChild(mode string) error {
 		return childAppend(ctx, st, id)
 	case "compact":
 		return childCompact(ctx, st, id)
+	case "append-timed":
+		return childAppendTimed(ctx, st, id)
 	}
 	return fmt.Errorf("unknown child mode %q", mode)
 }

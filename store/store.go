@@ -8,9 +8,10 @@
 //
 // Every write is one operation with an id (see WithOpID). Its outcome is
 // NotCommitted, Committed or Unknown: a write that returns an error wrapping
-// a *CommitError with Outcome Unknown may or may not be durable, the store
-// refuses further writes (ErrStopped), and the next open of the store
-// answers Outcome(opID) from what is on disk. Callers never retry blindly.
+// a *CommitError with Outcome Unknown may or may not be durable; the store
+// pauses writing (an *UnavailableError, see Health), resolves the outcome
+// from what is on disk and resumes when it can; Outcome(opID) answers
+// from then on. Callers never retry blindly.
 //
 // Mutable records carry a revision; a write that names a stale expected
 // revision is refused with a *StaleError.
@@ -67,7 +68,7 @@ const (
 	// Committed: the write is durable.
 	Committed
 	// Unknown: the commit was attempted and its result is not known; the
-	// store stops writing until it is reopened and the outcome looked up.
+	// store pauses writing until it has looked the outcome up.
 	Unknown
 )
 
@@ -91,9 +92,9 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrStale is wrapped by *StaleError.
 	ErrStale = errors.New("stale revision")
-	// ErrStopped is returned by writes after a commit with an unknown
-	// outcome; reopen the store to resolve it.
-	ErrStopped = errors.New("store stopped writing after a commit with an unknown outcome; reopen it to resolve the outcome")
+	// ErrStopped is wrapped by every refusal of a store that cannot write
+	// now (*UnavailableError).
+	ErrStopped = errors.New("store is not writing")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("store is closed")
 )

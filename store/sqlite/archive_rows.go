@@ -27,22 +27,24 @@ type archiveHead struct {
 	Memory  string        `json:"memory,omitempty"`
 }
 
-// frozenArchive is what freezeMessages wrote.
-type frozenArchive struct {
-	head     []byte // the state column
-	digest   string
-	messages int64
-}
-
-// digestSession streams a session's messages into the digest of its
-// ArchiveState and returns the archive's head.
-func digestSession(ctx context.Context, tx *sql.Tx, sess *store.Session, memory string) (*frozenArchive, error) {
-	out := &frozenArchive{}
-	h := sha256.New()
-	w := bufio.NewWriterSize(h, 64<<10)
-	err := writeState(w, archiveHead{Session: *sess, Memory: memory}, func(yield func(*store.Message) error) error {
-		return eachMessage(ctx, tx, "SELECT "+messageColumns+" FROM session_messages WHERE session_id = ? ORDER BY seq", sess.ID, func(m *store.Message) error {
-			out.messages++
+// digestArchive reads archive n back from its rows, on the read pool (no
+// write lock), and returns the digest of its ArchiveState and how many
+// messages it holds.
+func (s *Store) digestArchive(ctx context.Context, n int64, head []byte) (digest string, messages int64, err error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return "", 0, err
+	}
+	defer tx.Rollback()
+	var h archiveHead
+	if err := json.Unmarshal(head, &h); err != nil {
+		return "", 0, fmt.Errorf("read archive head: %w", err)
+	}
+	sum := sha256.New()
+	w := bufio.NewWriterSize(sum, 64<<10)
+	err = writeState(w, h, func(yield func(*store.Message) error) error {
+		return eachMessage(ctx, tx, "SELECT "+messageColumns+" FROM session_archive_messages WHERE archive_n = ? ORDER BY seq", n, func(m *store.Message) error {
+			messages++
 			return yield(m)
 		})
 	})
@@ -50,22 +52,9 @@ func digestSession(ctx context.Context, tx *sql.Tx, sess *store.Session, memory 
 		err = w.Flush()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("freeze session %s: %w", sess.ID, err)
+		return "", 0, err
 	}
-	out.digest = hex.EncodeToString(h.Sum(nil))
-	if out.head, err = json.Marshal(archiveHead{Session: *sess, Memory: memory}); err != nil {
-		return nil, fmt.Errorf("freeze session %s: %w", sess.ID, err)
-	}
-	return out, nil
-}
-
-// copyMessages freezes a session's messages into archive n, inside SQLite.
-func copyMessages(ctx context.Context, tx *sql.Tx, sessionID string, n int64) error {
-	_, err := tx.ExecContext(ctx, "INSERT INTO session_archive_messages (archive_n, "+messageColumns+") SELECT ?, "+messageColumns+" FROM session_messages WHERE session_id = ?", n, sessionID)
-	if err != nil {
-		return fmt.Errorf("archive messages of session %s: %w", sessionID, err)
-	}
-	return nil
+	return hex.EncodeToString(sum.Sum(nil)), messages, nil
 }
 
 // archiveState writes back the full state of archive n from its head and

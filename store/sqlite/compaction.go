@@ -12,68 +12,118 @@ import (
 	"github.com/cairnhq/cairn/store"
 )
 
-// Compaction (T1 prepare, T2 commit or fail) and archive retention.
+// Compaction (T1 prepare, T2 commit or fail) and archive retention. Each
+// step is one short write operation plus slices (see slices.go): T1
+// inserts the attempt, copies the messages into it in slices, takes its
+// digest on the read pool and seals it; T2 replaces the messages with
+// the summary by moving the session's first_seq (the replaced ones are
+// hidden at once) and deletes them in slices after. Pruned archives are
+// hidden first (in_rows = 2) and deleted in slices.
+
+// prepared is what T1's first write decided.
+type preparedAttempt struct {
+	res        *store.CompactionResult
+	n          int64 // the archive's row number
+	head       []byte
+	from, upTo int64 // the frozen messages' seq range
+}
 
 func (s *Store) PrepareCompaction(ctx context.Context, p store.PrepareCompactionParams) (*store.CompactionResult, error) {
 	if p.KeepLast < 0 {
 		return nil, fmt.Errorf("compact session %s: keep last %d: must not be negative", p.SessionID, p.KeepLast)
 	}
-	var out *store.CompactionResult
+	// Leftovers of a commit whose process died before its slices ended.
+	if err := s.dropHidden(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	var at *preparedAttempt
 	err := s.write(ctx, "session.compact.prepare", func(tx *sql.Tx) error {
-		out = nil
-		now := store.Millis(store.At(p.Now))
-		sess, err := getSession(ctx, tx, p.SessionID)
-		if err != nil {
-			return err
-		}
-		res := &store.CompactionResult{Session: sess}
-		// Whoever prepares holds the session's compaction lock, so every
-		// prepared attempt left is abandoned: its process died.
-		if res.Interrupted, err = interruptAbandoned(ctx, tx, p.SessionID, now); err != nil {
-			return err
-		}
-		var cut int64
-		err = tx.QueryRowContext(ctx, "SELECT seq FROM session_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?", p.SessionID, p.KeepLast).Scan(&cut)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &store.NothingToCompactError{SessionID: p.SessionID, Messages: sess.MessageCount, KeepLast: p.KeepLast}
-		}
-		if err != nil {
-			return fmt.Errorf("compact session %s: %w", p.SessionID, err)
-		}
-		frozen, err := digestSession(ctx, tx, sess, p.Memory)
-		if err != nil {
-			return err
-		}
-		a := &store.Archive{ID: p.ArchiveID, SessionID: p.SessionID, Status: store.ArchivePrepared, CutSeq: cut,
-			MessageCount: frozen.messages, Digest: frozen.digest, CreatedAt: now}
-		ins, err := tx.ExecContext(ctx, "INSERT INTO session_archives (id, session_id, status, cut_seq, message_count, digest, state, in_rows, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO NOTHING",
-			a.ID, a.SessionID, a.Status, a.CutSeq, a.MessageCount, a.Digest, string(frozen.head), now.UnixMilli())
-		if err != nil {
-			return fmt.Errorf("archive session %s: %w", p.SessionID, err)
-		}
-		if n, err := ins.RowsAffected(); err != nil {
-			return fmt.Errorf("archive session %s: %w", p.SessionID, err)
-		} else if n == 0 {
-			return fmt.Errorf("archive session %s: archive id %s: %w", p.SessionID, a.ID, store.ErrExists)
-		}
-		n, err := ins.LastInsertId()
-		if err != nil {
-			return fmt.Errorf("archive session %s: %w", p.SessionID, err)
-		}
-		if err := copyMessages(ctx, tx, p.SessionID, n); err != nil {
-			return err
-		}
-		res.Archive = a
-		if res.Pruned, err = pruneArchives(ctx, tx, p.SessionID, a.ID, p.MaxArchives); err != nil {
-			return err
-		}
-		out = res
-		return nil
+		var err error
+		at, err = insertAttempt(ctx, tx, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	if err := s.copySliced(ctx, p.SessionID, at.n, at.from, at.upTo); err != nil {
+		return nil, err
+	}
+	a := at.res.Archive
+	if a.Digest, a.MessageCount, err = s.digestArchive(ctx, at.n, at.head); err != nil {
+		return nil, fmt.Errorf("freeze session %s: %w", p.SessionID, err)
+	}
+	err = s.write(withNewOp(ctx), "session.compact.seal", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE session_archives SET digest = ?, message_count = ? WHERE n = ? AND digest = '' AND status = 'prepared'", a.Digest, a.MessageCount, at.n)
+		if err != nil {
+			return fmt.Errorf("seal archive %s: %w", a.ID, err)
+		}
+		if k, err := res.RowsAffected(); err != nil || k != 1 {
+			return fmt.Errorf("seal archive %s: it was settled meanwhile (%v)", a.ID, err)
+		}
+		more, err := hideExcess(ctx, tx, p.SessionID, a.ID, p.MaxArchives)
+		at.res.Pruned = append(at.res.Pruned, more...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.dropPruned(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	return at.res, nil
+}
+
+// insertAttempt is T1's first write: it settles abandoned attempts, finds
+// the cut and inserts the attempt, unsealed (digest ”), with the
+// session's record as its head.
+func insertAttempt(ctx context.Context, tx *sql.Tx, p store.PrepareCompactionParams) (*preparedAttempt, error) {
+	now := store.Millis(store.At(p.Now))
+	sess, err := getSession(ctx, tx, p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	res := &store.CompactionResult{Session: sess}
+	// Whoever prepares holds the session's compaction lock, so every
+	// prepared attempt left is abandoned: its process died.
+	if res.Interrupted, err = interruptAbandoned(ctx, tx, p.SessionID, now); err != nil {
+		return nil, err
+	}
+	// Settled just now, those count towards retention at once.
+	if res.Pruned, err = hideExcess(ctx, tx, p.SessionID, p.ArchiveID, p.MaxArchives); err != nil {
+		return nil, err
+	}
+	var first, cut int64
+	if err := tx.QueryRowContext(ctx, "SELECT first_seq FROM sessions WHERE id = ?", p.SessionID).Scan(&first); err != nil {
+		return nil, fmt.Errorf("compact session %s: %w", p.SessionID, err)
+	}
+	err = tx.QueryRowContext(ctx, "SELECT seq FROM session_messages WHERE session_id = ? AND seq >= ? ORDER BY seq DESC LIMIT 1 OFFSET ?", p.SessionID, first, p.KeepLast).Scan(&cut)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &store.NothingToCompactError{SessionID: p.SessionID, Messages: sess.MessageCount, KeepLast: p.KeepLast}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compact session %s: %w", p.SessionID, err)
+	}
+	head, err := json.Marshal(archiveHead{Session: *sess, Memory: p.Memory})
+	if err != nil {
+		return nil, fmt.Errorf("freeze session %s: %w", p.SessionID, err)
+	}
+	a := &store.Archive{ID: p.ArchiveID, SessionID: p.SessionID, Status: store.ArchivePrepared, CutSeq: cut, CreatedAt: now}
+	ins, err := tx.ExecContext(ctx, "INSERT INTO session_archives (id, session_id, status, cut_seq, message_count, digest, state, in_rows, created_at) VALUES (?, ?, ?, ?, 0, '', ?, 1, ?) ON CONFLICT DO NOTHING",
+		a.ID, a.SessionID, a.Status, a.CutSeq, string(head), now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("archive session %s: %w", p.SessionID, err)
+	}
+	if n, err := ins.RowsAffected(); err != nil {
+		return nil, fmt.Errorf("archive session %s: %w", p.SessionID, err)
+	} else if n == 0 {
+		return nil, fmt.Errorf("archive session %s: archive id %s: %w", p.SessionID, a.ID, store.ErrExists)
+	}
+	n, err := ins.LastInsertId()
+	if err != nil {
+		return nil, fmt.Errorf("archive session %s: %w", p.SessionID, err)
+	}
+	res.Archive = a
+	return &preparedAttempt{res: res, n: n, head: head, from: first, upTo: sess.LastSeq}, nil
 }
 
 func interruptAbandoned(ctx context.Context, tx *sql.Tx, sessionID string, now time.Time) ([]string, error) {
@@ -89,15 +139,17 @@ func interruptAbandoned(ctx context.Context, tx *sql.Tx, sessionID string, now t
 	return ids, nil
 }
 
-// pruneArchives keeps the newest maxArchives complete archives of a
-// session (the current one counted and always kept) and deletes the other
-// complete ones. Prepared archives are never touched; maxArchives <= 0
-// keeps everything.
-func pruneArchives(ctx context.Context, tx *sql.Tx, sessionID, current string, maxArchives int) ([]string, error) {
+// hideExcess keeps the newest maxArchives complete archives of a session
+// (the current one counted and always kept) and hides the other complete
+// ones (in_rows = 2) inside tx, the write that settles an attempt, so the
+// retention target holds at once; dropPruned deletes them after, in
+// slices. Prepared archives are never touched; maxArchives <= 0 keeps
+// everything.
+func hideExcess(ctx context.Context, tx *sql.Tx, sessionID, current string, maxArchives int) ([]string, error) {
 	if maxArchives <= 0 {
 		return nil, nil
 	}
-	complete, err := queryStrings(ctx, tx, "SELECT id FROM session_archives WHERE session_id = ? AND status != 'prepared' ORDER BY n DESC", sessionID)
+	complete, err := queryStrings(ctx, tx, "SELECT id FROM session_archives WHERE session_id = ? AND status != 'prepared' AND in_rows != 2 AND digest != '' ORDER BY n DESC", sessionID)
 	if err != nil || len(complete) <= maxArchives {
 		return nil, err
 	}
@@ -106,12 +158,49 @@ func pruneArchives(ctx context.Context, tx *sql.Tx, sessionID, current string, m
 		if id == current {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM session_archives WHERE id = ?", id); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE session_archives SET in_rows = 2 WHERE id = ?", id); err != nil {
 			return nil, fmt.Errorf("delete archive %s: %w", id, err)
 		}
 		pruned = append(pruned, id)
 	}
 	return pruned, nil
+}
+
+// dropPruned deletes a session's hidden archives, their rows in slices:
+// those hideExcess pruned, and those abandoned before their prepare
+// sealed them (readers never see an archive without its digest).
+func (s *Store) dropPruned(ctx context.Context, sessionID string) error {
+	rows, err := s.r.QueryContext(ctx, "SELECT n FROM session_archives WHERE session_id = ? AND (in_rows = 2 OR (digest = '' AND status != 'prepared'))", sessionID)
+	var victims []int64
+	if err == nil {
+		for rows.Next() {
+			var n int64
+			if err = rows.Scan(&n); err != nil {
+				break
+			}
+			victims = append(victims, n)
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("find pruned archives of session %s: %w", sessionID, err)
+	}
+	for _, n := range victims {
+		if err := s.dropArchiveRows(ctx, n); err != nil {
+			return err
+		}
+		err := s.write(withNewOp(ctx), "session.archive.prune", func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "DELETE FROM session_archives WHERE n = ?", n)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("delete archive of session %s: %w", sessionID, err)
+		}
+	}
+	return nil
 }
 
 func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
@@ -163,12 +252,20 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM session_messages WHERE session_id = ? AND seq <= ?", p.SessionID, a.CutSeq)
+		if a.Digest == "" {
+			return fmt.Errorf("commit compaction %s: the attempt was never sealed (its prepare did not finish)", p.ArchiveID)
+		}
+		// The replaced messages are those the archive froze up to the
+		// cut; the ones after it are few (keep last). The summary takes
+		// the cut's seq; the others are hidden below first_seq and
+		// deleted in slices after this commit.
+		var removed int64
+		err = tx.QueryRowContext(ctx, "SELECT ? - count(*) FROM session_archive_messages WHERE archive_n = (SELECT n FROM session_archives WHERE id = ?) AND seq > ?",
+			a.MessageCount, p.ArchiveID, a.CutSeq).Scan(&removed)
 		if err != nil {
 			return fmt.Errorf("compact session %s: %w", p.SessionID, err)
 		}
-		removed, err := res.RowsAffected()
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM session_messages WHERE session_id = ? AND seq = ?", p.SessionID, a.CutSeq); err != nil {
 			return fmt.Errorf("compact session %s: %w", p.SessionID, err)
 		}
 		m := sum
@@ -183,8 +280,8 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 		if err := insertMessage(ctx, stmt, &m); err != nil {
 			return err
 		}
-		sess, err := scanSession(tx.QueryRowContext(ctx, "UPDATE sessions SET message_count = message_count - ? + 1, compactions = compactions + 1, summary_archive = ?, compacted_at = ?, revision = revision + 1, updated_at = ? WHERE id = ? RETURNING "+sessionColumns,
-			removed, p.ArchiveID, now.UnixMilli(), now.UnixMilli(), p.SessionID))
+		sess, err := scanSession(tx.QueryRowContext(ctx, "UPDATE sessions SET first_seq = ?, message_count = message_count - ? + 1, compactions = compactions + 1, summary_archive = ?, compacted_at = ?, revision = revision + 1, updated_at = ? WHERE id = ? RETURNING "+sessionColumns,
+			a.CutSeq, removed, p.ArchiveID, now.UnixMilli(), now.UnixMilli(), p.SessionID))
 		if err != nil {
 			return fmt.Errorf("compact session %s: %w", p.SessionID, err)
 		}
@@ -193,10 +290,16 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 		}
 		a.Status, a.SettledAt = store.ArchiveSucceeded, now
 		out = &store.CompactionResult{Session: sess, Archive: a, Compacted: removed}
-		out.Pruned, err = pruneArchives(ctx, tx, p.SessionID, p.ArchiveID, p.MaxArchives)
+		out.Pruned, err = hideExcess(ctx, tx, p.SessionID, p.ArchiveID, p.MaxArchives)
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.dropHidden(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := s.dropPruned(ctx, p.SessionID); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -220,10 +323,13 @@ func (s *Store) FailCompaction(ctx context.Context, p store.FailCompactionParams
 			return err
 		}
 		out = &store.CompactionResult{Session: sess, Archive: a}
-		out.Pruned, err = pruneArchives(ctx, tx, p.SessionID, p.ArchiveID, p.MaxArchives)
+		out.Pruned, err = hideExcess(ctx, tx, p.SessionID, p.ArchiveID, p.MaxArchives)
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.dropPruned(ctx, p.SessionID); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -233,7 +339,7 @@ func (s *Store) ListArchives(ctx context.Context, sessionID string) ([]*store.Ar
 	if _, err := getSession(ctx, s.r, sessionID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, "SELECT "+archiveColumns+" FROM session_archives WHERE session_id = ? ORDER BY n DESC", sessionID)
+	rows, err := s.r.QueryContext(ctx, "SELECT "+archiveColumns+" FROM session_archives WHERE session_id = ? AND in_rows != 2 AND digest != '' ORDER BY n DESC", sessionID)
 	scanHead := func(row rowScanner) (*store.Archive, error) { return scanArchive(row, false) }
 	out, err := scanRows(rows, err, scanHead, nil)
 	if err != nil {
@@ -251,7 +357,7 @@ func (s *Store) GetArchive(ctx context.Context, id string) (*store.Archive, erro
 	}
 	defer tx.Rollback()
 	var n, inRows int64
-	a, err := scanArchive(tx.QueryRowContext(ctx, "SELECT "+archiveColumns+", state, n, in_rows FROM session_archives WHERE id = ?", id), true, &n, &inRows)
+	a, err := scanArchive(tx.QueryRowContext(ctx, "SELECT "+archiveColumns+", state, n, in_rows FROM session_archives WHERE id = ? AND in_rows != 2 AND digest != ''", id), true, &n, &inRows)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "archive", ID: id}
 	}

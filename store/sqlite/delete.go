@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -18,22 +17,32 @@ var (
 	qDeleteRuns   = prepared("DELETE FROM runs WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('succeeded', 'failed', 'cancelled')")
 )
 
-// DeleteRuns deletes settled runs, store.DeleteBatch per transaction.
+// DeleteRuns deletes settled runs in slices of at most store.DeleteBatch,
+// sized so that each transaction holds the write lock briefly (see
+// slices.go).
 func (s *Store) DeleteRuns(ctx context.Context, runIDs []string) (store.Deleted, error) {
 	var out store.Deleted
-	for _, batch := range store.Chunks(uniq(runIDs), store.DeleteBatch) {
-		var got store.Deleted
-		// Each batch is an operation of its own, with its own id.
-		err := s.write(store.WithOpID(ctx, ids.New("op")), "run.delete", func(tx *sql.Tx) error {
-			got = store.Deleted{}
-			return s.deleteBatch(ctx, tx, batch, &got)
-		})
-		if err != nil {
-			return out, fmt.Errorf("delete runs: %w", err)
-		}
+	rest := uniq(runIDs)
+	if len(rest) == 0 {
+		return out, nil
+	}
+	var (
+		got   store.Deleted
+		taken int
+	)
+	err := s.sliced(ctx, "run.delete", newSlicer(250, 100, store.DeleteBatch), func(tx *sql.Tx, k int) (bool, error) {
+		batch := rest[:min(k, len(rest))]
+		got, taken = store.Deleted{}, len(batch)
+		err := s.deleteBatch(ctx, tx, batch, &got)
+		return taken == len(rest), err
+	}, func() {
 		out.Deleted = append(out.Deleted, got.Deleted...)
 		out.Active = append(out.Active, got.Active...)
 		out.Missing = append(out.Missing, got.Missing...)
+		rest = rest[taken:]
+	})
+	if err != nil {
+		return out, fmt.Errorf("delete runs: %w", err)
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -71,31 +70,26 @@ func (s *Store) ReclaimSpace(ctx context.Context) (store.Space, error) {
 	return sp, nil
 }
 
-// pruneBatch bounds the operation ids one transaction forgets.
+// pruneBatch is how many operation ids the first slice forgets; later
+// slices adapt (see slices.go).
 const pruneBatch = 5000
 
 var qPruneOperations = prepared("DELETE FROM operations WHERE id IN (SELECT id FROM operations WHERE at < ? LIMIT ?)")
 
-// PruneOperations forgets operation ids older than before, pruneBatch per
-// transaction.
+// PruneOperations forgets operation ids older than before, in slices (see
+// slices.go).
 func (s *Store) PruneOperations(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := s.write(store.WithOpID(ctx, ids.New("op")), "operations.prune", func(tx *sql.Tx) error {
-			res, err := s.exec(ctx, tx, qPruneOperations, before.UnixMilli(), pruneBatch)
-			if err != nil {
-				return err
-			}
-			n, err = res.RowsAffected()
-			return err
-		})
+	var total, n int64
+	err := s.sliced(ctx, "operations.prune", newSlicer(pruneBatch, 100, 50000), func(tx *sql.Tx, k int) (bool, error) {
+		res, err := s.exec(ctx, tx, qPruneOperations, before.UnixMilli(), k)
 		if err != nil {
-			return total, fmt.Errorf("prune operations: %w", err)
+			return false, err
 		}
-		total += n
-		if n < pruneBatch {
-			return total, nil
-		}
+		n, err = res.RowsAffected()
+		return n < int64(k), err
+	}, func() { total += n })
+	if err != nil {
+		return total, fmt.Errorf("prune operations: %w", err)
 	}
+	return total, nil
 }

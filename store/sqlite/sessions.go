@@ -219,7 +219,9 @@ func (s *Store) ListMessages(ctx context.Context, p store.ListMessagesParams) ([
 // listMessages reads messages with seq > after in order; limit < 0 reads
 // them all.
 func listMessages(ctx context.Context, q querier, sessionID string, after int64, limit int) ([]*store.Message, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+messageColumns+" FROM session_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?", sessionID, after, limit)
+	// Messages below first_seq were replaced by a compaction and are
+	// being deleted in slices.
+	rows, err := q.QueryContext(ctx, "SELECT "+messageColumns+" FROM session_messages WHERE session_id = ? AND seq > ? AND seq >= (SELECT first_seq FROM sessions WHERE id = ?) ORDER BY seq LIMIT ?", sessionID, after, sessionID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read messages of session %s: %w", sessionID, err)
 	}

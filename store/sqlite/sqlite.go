@@ -19,15 +19,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -53,9 +54,19 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read connection pool (default 4).
 	Readers int
-	// BusyTimeout is how long a connection waits for another process's
-	// lock (default 10s).
+	// BusyTimeout is SQLite's busy wait of each read connection (default
+	// 10s); the writer polls instead (see busy.go).
 	BusyTimeout time.Duration
+	// WriteWait is how long a write keeps waiting for another process's
+	// write lock (store.busy_timeout; default DefaultWriteWait), saying so
+	// in the log meanwhile.
+	WriteWait time.Duration
+	// Logger receives the store's warnings (waits, paused writes); nil:
+	// discard.
+	Logger *slog.Logger
+	// Clock paces the trial writes of a paused store and the checks of
+	// its file; nil: the wall clock.
+	Clock clock.Clock
 }
 
 // Store is a SQLite-backed store.Store.
@@ -71,7 +82,18 @@ type Store struct {
 	closing bool
 	reqs    chan *writeReq
 	done    chan struct{}
-	stopped atomic.Bool
+
+	log     *slog.Logger
+	clk     clock.Clock
+	id      fileID          // the database file opened (see checkFile)
+	health  health          // whether writes are accepted now
+	pending map[string]bool // operation ids told Unknown, not resolved yet; writer goroutine only
+
+	watchStop, watchDone chan struct{} // the file watcher (see watchFile)
+
+	// afterRetry, when set by a test, is called by the writer goroutine
+	// after each trial to resume writing.
+	afterRetry func()
 
 	states stateMemo // automation states by their JSON text (see statememo.go)
 
@@ -112,8 +134,9 @@ func Open(ctx context.Context, dbPath string, opts Options) (*Store, error) {
 	case !exists && opts.ReadOnly:
 		return nil, fmt.Errorf("open store %s: %w", dbPath, fs.ErrNotExist)
 	}
+	current := false // the schema is up to date: no write transaction needed
 	if exists && fi.Size() > 0 {
-		if err := checkOurs(ctx, dbPath, opts); err != nil {
+		if current, err = checkOurs(ctx, dbPath, opts); err != nil {
 			return nil, err
 		}
 	} else if !exists {
@@ -128,7 +151,10 @@ func Open(ctx context.Context, dbPath string, opts Options) (*Store, error) {
 		}
 	}
 
-	s := &Store{path: dbPath, opts: opts}
+	s := &Store{path: dbPath, opts: opts, log: opts.Logger, clk: clock.OrReal(opts.Clock)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if s.r, err = sql.Open("sqlite", dsn(dbPath, opts, false)); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dbPath, err)
 	}
@@ -141,22 +167,27 @@ func Open(ctx context.Context, dbPath string, opts Options) (*Store, error) {
 		}
 		return s, nil
 	}
-	if s.w, err = sql.Open("sqlite", dsn(dbPath, opts, true)); err != nil {
-		s.r.Close()
-		return nil, fmt.Errorf("open store %s: %w", dbPath, err)
-	}
-	s.w.SetMaxOpenConns(1)
-	s.w.SetMaxIdleConns(1)
-	s.w.SetConnMaxLifetime(0)
-	s.w.SetConnMaxIdleTime(0)
-	if err := s.migrate(ctx); err != nil {
-		s.w.Close()
+	if s.w, err = s.openWriter(); err != nil {
 		s.r.Close()
 		return nil, err
 	}
+	if !current {
+		if err := s.migrate(ctx); err != nil {
+			s.w.Close()
+			s.r.Close()
+			return nil, err
+		}
+	}
+	if s.id, err = statFile(dbPath); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return nil, fmt.Errorf("open store %s: %w", dbPath, err)
+	}
 	s.reqs = make(chan *writeReq, opts.MaxBatch)
 	s.done = make(chan struct{})
+	s.watchStop, s.watchDone = make(chan struct{}), make(chan struct{})
 	go s.writer()
+	go s.watchFile(s.watchStop, s.watchDone)
 	return s, nil
 }
 
@@ -173,13 +204,20 @@ func withDefaults(o Options) Options {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second
 	}
+	if o.WriteWait <= 0 {
+		o.WriteWait = DefaultWriteWait
+	}
 	return o
 }
 
 func dsn(p string, o Options, write bool) string {
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+	busy := o.BusyTimeout
+	if write {
+		busy = min(busy, writeBusySlice) // begin polls for the rest, logging
+	}
 	q := []string{
-		"_pragma=busy_timeout(" + strconv.Itoa(int(o.BusyTimeout/time.Millisecond)) + ")",
+		"_pragma=busy_timeout(" + strconv.Itoa(int(busy/time.Millisecond)) + ")",
 		"_pragma=foreign_keys(1)",
 	}
 	switch {
@@ -198,34 +236,36 @@ func dsn(p string, o Options, write bool) string {
 
 // checkOurs looks at an existing database through a read-only connection,
 // so a foreign file is never written to, not even to switch it to WAL.
-func checkOurs(ctx context.Context, p string, o Options) error {
+// current reports a schema that needs no migration: opening then takes no
+// write lock, so it works while another process is stuck in a write.
+func checkOurs(ctx context.Context, p string, o Options) (current bool, err error) {
 	ro := o
 	ro.ReadOnly = true
 	db, err := sql.Open("sqlite", dsn(p, ro, false))
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", p, err)
+		return false, fmt.Errorf("open store %s: %w", p, err)
 	}
 	defer db.Close()
 	var appID, version, tables int
 	err = db.QueryRowContext(ctx, "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)").Scan(&appID, &version, &tables)
 	if err != nil {
 		if strings.Contains(err.Error(), "not a database") {
-			return &NotOursError{Path: p, Reason: "not an SQLite file"}
+			return false, &NotOursError{Path: p, Reason: "not an SQLite file"}
 		}
-		return fmt.Errorf("inspect store %s: %w", p, err)
+		return false, fmt.Errorf("inspect store %s: %w", p, err)
 	}
 	switch {
 	case appID == ApplicationID:
 		if max := len(migrationNames()); version > max {
-			return fmt.Errorf("open store %s: schema version %d is newer than this mcp-host knows (%d); upgrade mcp-host", p, version, max)
+			return false, fmt.Errorf("open store %s: schema version %d is newer than this mcp-host knows (%d); upgrade mcp-host", p, version, max)
 		}
-		return nil
+		return version == len(migrationNames()), nil
 	case appID == 0 && tables == 0:
-		return nil // an empty SQLite file: ours to initialise
+		return false, nil // an empty SQLite file: ours to initialise
 	case appID == 0:
-		return &NotOursError{Path: p, Reason: fmt.Sprintf("an SQLite database with %d schema objects and no Cairn application id", tables)}
+		return false, &NotOursError{Path: p, Reason: fmt.Sprintf("an SQLite database with %d schema objects and no Cairn application id", tables)}
 	default:
-		return &NotOursError{Path: p, Reason: fmt.Sprintf("application id %#x", appID)}
+		return false, &NotOursError{Path: p, Reason: fmt.Sprintf("application id %#x", appID)}
 	}
 }
 
@@ -243,9 +283,10 @@ func migrationNames() []string {
 }
 
 // migrate brings the schema up to date in one immediate transaction, so
-// two processes opening a new database at once cannot both apply it.
+// two processes opening a new database at once cannot both apply it; it
+// reads the version again inside, as another process may have migrated.
 func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate store %s: %w", s.path, err)
 	}
@@ -369,6 +410,8 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	if s.done != nil {
 		<-s.done
+		close(s.watchStop)
+		<-s.watchDone
 	}
 	s.closeStatements()
 	var errs []error

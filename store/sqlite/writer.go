@@ -5,11 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cairnhq/cairn/store"
 )
@@ -34,8 +30,8 @@ func (s *Store) write(ctx context.Context, kind string, fn func(tx *sql.Tx) erro
 	if s.opts.ReadOnly {
 		return fmt.Errorf("%s: store %s is open read-only", kind, s.path)
 	}
-	if s.stopped.Load() {
-		return store.ErrStopped
+	if err := s.health.get().Err; err != nil {
+		return err
 	}
 	req := &writeReq{ctx: ctx, op: store.OpID(ctx), kind: kind, fn: fn, done: make(chan error, 1)}
 	s.mu.RLock()
@@ -72,6 +68,9 @@ func (s *Store) writer() {
 		if s.afterCommit != nil {
 			s.afterCommit()
 		}
+		if !s.recoverWrites() {
+			return
+		}
 	}
 }
 
@@ -84,10 +83,18 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 	}
 	defer finish()
-	if s.stopped.Load() {
+	refuse := func(err error) {
 		for i := range batch {
-			results[i] = store.ErrStopped
+			results[i] = err
 		}
+	}
+	if err := s.health.get().Err; err != nil {
+		refuse(err)
+		return
+	}
+	// Never write into a database that is no longer the one at its path.
+	if err := s.checkFile(); err != nil {
+		refuse(err)
 		return
 	}
 	// The transaction is not tied to any caller's context: a caller that
@@ -95,6 +102,9 @@ func (s *Store) commit(batch []*writeReq) {
 	bg := context.Background()
 	tx, err := s.begin(bg)
 	if err != nil {
+		if isDiskFault(err) {
+			s.pause(err)
+		}
 		for i, r := range batch {
 			results[i] = &store.CommitError{OpID: r.op, Outcome: store.NotCommitted, Err: fmt.Errorf("begin: %w", err)}
 		}
@@ -109,6 +119,9 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 		if err := s.apply(bg, tx, r, now); err != nil {
 			var abort *abortError
+			if isDiskFault(err) {
+				s.pause(err)
+			}
 			if errors.As(err, &abort) {
 				// The savepoint could not be rolled back: the whole
 				// transaction is suspect, so nothing in it is kept.
@@ -128,44 +141,47 @@ func (s *Store) commit(batch []*writeReq) {
 		return
 	}
 	if err := tx.Commit(); err != nil {
-		// The commit may or may not have reached the disk. Stop writing
-		// until a reopen looks the operation ids up.
-		s.stopped.Store(true)
+		// The commit may or may not have reached the disk. Pause writing
+		// and look the operation up on a fresh connection: every
+		// operation of the batch shares its fate.
+		s.pause(err)
+		s.settle(batch, results, err)
+		return
+	}
+	// A database deleted or replaced during the commit: what it wrote is
+	// not at the path any more, so nothing is acknowledged.
+	if ferr := s.checkFile(); ferr != nil {
 		for i, r := range batch {
 			if results[i] == nil {
-				results[i] = &store.CommitError{OpID: r.op, Outcome: store.Unknown, Err: err}
+				results[i] = &store.CommitError{OpID: r.op, Outcome: store.Unknown, Err: ferr}
 			}
 		}
 	}
 }
 
-// beginBusyFor bounds how long begin keeps trying while other processes
-// hold the write lock.
-const beginBusyFor = time.Minute
-
-// begin starts the write transaction (BEGIN IMMEDIATE). SQLite's busy wait
-// is not fair: a process writing in a tight loop can starve a sleeping
-// waiter past busy_timeout. A busy BEGIN has done nothing, so it is safe
-// to try again with a fresh wait, for up to beginBusyFor.
-func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
-	deadline := time.Now().Add(beginBusyFor)
-	for {
-		tx, err := s.w.BeginTx(ctx, nil)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			return tx, err
+// settle answers the callers of a batch whose commit failed with err, as
+// definitely as the disk allows.
+func (s *Store) settle(batch []*writeReq, results []error, err error) {
+	outcome, known, tried := store.Unknown, false, false
+	for i, r := range batch {
+		if results[i] != nil {
+			continue
 		}
-		time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond)
+		switch {
+		case !tried:
+			outcome, known = s.settleUnknown(r.op)
+			tried = true
+		case !known:
+			s.pending[r.op] = true
+		}
+		switch outcome {
+		case store.Committed:
+		case store.NotCommitted:
+			results[i] = &store.CommitError{OpID: r.op, Outcome: outcome, Err: s.health.get().Err}
+		default:
+			results[i] = &store.CommitError{OpID: r.op, Outcome: store.Unknown, Err: err}
+		}
 	}
-}
-
-// isBusy reports SQLITE_BUSY or SQLITE_LOCKED (primary result codes 5, 6).
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	code := se.Code() & 0xff
-	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 }
 
 type abortError struct{ err error }

@@ -69,6 +69,7 @@ func testSessions(t *testing.T, newStore NewFunc) {
 		{"list newest first with a cursor", testListSessions},
 		{"compaction replaces old messages atomically and archives the old state", testCompaction},
 		{"nothing to compact", testNothingToCompact},
+		{"a second compaction sees only what the first left", testCompactTwice},
 		{"abandoned attempts are interrupted and retention keeps the newest", testInterruptAndRetention},
 		{"delete removes messages and archives", testDeleteSession},
 		{"records are copies", testSessionCopies},

@@ -140,9 +140,7 @@ page's cursor is printed after it ("more: ...", on stderr with --json).`,
 			}
 			ctx := cmd.Context()
 			return e.withHost(ctx, false, func(a *host.Host) error {
-				if err := syncTriggers(ctx, a); err != nil {
-					return err
-				}
+				e.listingSync(ctx, a)
 				now := time.Now()
 				fetch := func(n int) ([]automations.Summary, string, error) {
 					list, err := a.Automations.List(ctx, automations.ListParams{Owner: owner, After: after, Limit: n + 1})

@@ -49,22 +49,15 @@ func syncTriggers(ctx context.Context, h *host.Host) error {
 	return err
 }
 
-// syncedSummaries syncs h's workflow triggers and summarizes its
-// automations (of owner, "" for all) at now.
-func syncedSummaries(ctx context.Context, h *host.Host, owner string) ([]automations.Summary, error) {
+// listingSync is syncTriggers for a command that lists: it waits at most a
+// second (another process's write may hold the store) and, failing, warns
+// and lets the listing show what is stored.
+func (e *env) listingSync(ctx context.Context, h *host.Host) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	if err := syncTriggers(ctx, h); err != nil {
-		return nil, err
+		e.warn(fmt.Sprintf("the workflow files' on: triggers were not synced (%v); showing the stored automations", err))
 	}
-	list, err := h.Automations.List(ctx, automations.ListParams{Owner: owner})
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	out := make([]automations.Summary, 0, len(list))
-	for _, a := range list {
-		out = append(out, automations.Summarize(a, now))
-	}
-	return out, nil
 }
 
 // zoned formats t in a's zone with its offset.

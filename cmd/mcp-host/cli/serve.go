@@ -93,6 +93,8 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	if err := h.start(ctx); err != nil {
 		return err
 	}
+	ctx, stopServing := h.UntilFailed(ctx) // a vanished database ends serve with its error
+	defer stopServing()
 
 	var serveErr error
 	if o.http != "" {
@@ -117,6 +119,9 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	}
 	if errors.Is(serveErr, context.Canceled) && ctx.Err() != nil {
 		serveErr = nil // a signal: a normal end
+	}
+	if err := h.Failed(); err != nil {
+		return err // the state is gone: nothing to hand off
 	}
 	h.handOff(e)
 	return serveErr

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/stuckwriter"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -32,6 +33,9 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // TestMain lets the test binary stand in for mcp-host: a background worker
 // started by `run --detach` or `answer` (os.Executable) runs Main.
 func TestMain(m *testing.M) {
+	if code, ok := stuckwriter.Main(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv("CAIRN_CLI_MAIN") == "1" && (len(os.Args) < 2 || !strings.HasPrefix(os.Args[1], "-test.")) {
 		syscall.Umask(0o077)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/host"
+	"github.com/cairnhq/cairn/internal/diskfree"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
@@ -42,6 +43,7 @@ type workspaceStatus struct {
 	// Stalled are the runs nobody executes (owner gone, or queued).
 	Stalled []runs.StalledRun `json:"stalled"`
 	Error   string            `json:"error,omitempty"`
+	Disk    string            `json:"disk,omitempty"` // why writes are refused: the state disk is (nearly) full
 }
 
 type statusReport struct {
@@ -89,6 +91,9 @@ func (e *env) statusCommand() *cobra.Command {
 				for _, r := range w.Stalled {
 					e.printf("  run %s (%s) %s: %s\n", r.ID, r.Target, r.Status, r.Note)
 				}
+				if w.Disk != "" {
+					e.printf("  state disk  %s\n", w.Disk)
+				}
 				if w.Error != "" {
 					e.printf("  error       %s\n", w.Error)
 				}
@@ -119,6 +124,9 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 		st := workspaceStatus{ID: info.ID, Root: info.Root, Here: info.ID == hereID, LastSeen: info.LastSeen}
 		st.Scheduler = describeLock(filepath.Join(dir, "locks"), "scheduler")
 		st.Worker = describeLock(filepath.Join(dir, "locks"), "worker")
+		if err := (&diskfree.Guard{Path: dir}).Check(); err != nil {
+			st.Disk = err.Error()
+		}
 		read := readStore
 		if st.Here {
 			read = e.readSyncedStore // this workspace's files are at hand: sync their triggers
@@ -205,7 +213,7 @@ const maxStalledShown = 20
 // readSyncedStore fills st as readStore does, for the current workspace,
 // after syncing the `on:` triggers of its workflow files.
 func (e *env) readSyncedStore(ctx context.Context, p string, st *workspaceStatus) error {
-	if err := e.withHost(ctx, false, func(h *host.Host) error { return syncTriggers(ctx, h) }); err != nil {
+	if err := e.withHost(ctx, false, func(h *host.Host) error { e.listingSync(ctx, h); return nil }); err != nil {
 		return err
 	}
 	return readStore(ctx, p, st)

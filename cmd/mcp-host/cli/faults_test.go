@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/reexec"
+	"github.com/cairnhq/cairn/internal/stuckwriter"
+	"github.com/cairnhq/cairn/internal/tmpfs"
+	"github.com/cairnhq/cairn/workspace"
+)
+
+// syncBuffer is a child's stderr, read while it writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startMCPHost starts this test binary as a real mcp-host child process
+// in c's workspace.
+func (c *cliWS) startMCPHost(stderr *syncBuffer, args ...string) *reexec.Child {
+	c.t.Helper()
+	return reexec.Start(c.t, reexec.Params{
+		Args:   append([]string{"--state", c.state, "--workspace", c.root, "--log-level", "info"}, args...),
+		Env:    []string{"CAIRN_CLI_MAIN=1"},
+		Stderr: stderr,
+	})
+}
+
+// waitExit waits for a child to end and returns its exit code.
+func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(within):
+		t.Fatalf("pid %d did not exit within %s", cmd.Process.Pid, within)
+		return -1
+	}
+}
+
+// TestWorkerResumesAfterDiskFull fills the state disk (a 4 MB tmpfs) under
+// a real worker firing an every-1s automation, then frees it: the worker
+// pauses writing and releases the scheduler, fires resume soon after the
+// space is back, no slot fires twice, every run that executed is stored
+// and the database is sound.
+func TestWorkerResumesAfterDiskFull(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs.Mount(t, "4m")
+	c := newCLIWS(t, map[string]string{"tick.yaml": `
+on:
+  - every: 1s
+steps:
+  - id: mark
+    shell: 'echo "$CAIRN_RUN_ID" >> ticks.txt'
+`})
+	c.state = filepath.Join(disk, "state")
+	ws, err := workspace.Resolve(c.root, c.root, c.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ws = ws
+	ticks := func() []string {
+		b, _ := os.ReadFile(filepath.Join(c.root, "ticks.txt"))
+		return strings.Fields(string(b))
+	}
+	var stderr syncBuffer
+	worker := c.startMCPHost(&stderr, "worker", "--idle", "0")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker log:\n%s", stderr.String())
+		}
+	})
+	c.waitFor("two fires before the disk fills", func() bool { return len(ticks()) >= 2 })
+
+	fill := filepath.Join(disk, "fill")
+	tmpfs.Fill(t, fill)
+	c.waitFor("the worker to pause writing", func() bool {
+		return strings.Contains(stderr.String(), "state disk full: free space on "+c.ws.StateDir+"; Cairn resumes by itself")
+	})
+	code, out, _ := c.run("status")
+	if code != 0 || !strings.Contains(out, "state disk") {
+		t.Errorf("status on a full disk: exit %d:\n%s", code, out)
+	}
+	t.Logf("status on the full disk:\n%s", out)
+	before := len(ticks())
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	c.waitFor("a fire after the space was freed", func() bool { return len(ticks()) > before })
+	resumedIn := time.Since(freed)
+	t.Logf("first fire %s after the space was freed", resumedIn.Round(time.Millisecond))
+	// A correctness bound with a wide margin (the issue asks for 5 s).
+	if resumedIn > 15*time.Second {
+		t.Errorf("fires resumed %s after the space was freed", resumedIn)
+	}
+	c.waitFor("two more fires", func() bool { return len(ticks()) >= before+2 })
+	if err := worker.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, worker.Cmd, 30*time.Second); code != 0 {
+		t.Fatalf("worker exited %d:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "scheduler restarted") {
+		t.Errorf("the worker's log does not say the scheduler restarted:\n%s", stderr.String())
+	}
+
+	s := c.openStore()
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.IntegrityCheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, id := range ticks() {
+		if seen[id] {
+			t.Errorf("run %s executed twice", id)
+		}
+		seen[id] = true
+		if _, err := s.GetRun(ctx, id); err != nil {
+			t.Errorf("run %s executed but is not stored: %v", id, err)
+		}
+		var fires int
+		if err := s.Reader().QueryRow("SELECT count(*) FROM automation_fires WHERE run_id = ?", id).Scan(&fires); err != nil || fires != 1 {
+			t.Errorf("run %s has %d fire rows (%v)", id, fires, err)
+		}
+	}
+	var dup int
+	if err := s.Reader().QueryRow("SELECT count(*) FROM (SELECT run_id FROM automation_fires WHERE run_id != '' GROUP BY run_id HAVING count(*) > 1)").Scan(&dup); err != nil || dup != 0 {
+		t.Errorf("%d runs were queued by more than one fire (%v)", dup, err)
+	}
+}
+
+// TestServeEndsWhenStateFolderDeleted deletes the state folder under a
+// real serve: the next write is refused with an error naming the folder,
+// and serve exits non-zero with it.
+func TestServeEndsWhenStateFolderDeleted(t *testing.T) {
+	t.Parallel()
+	c := newCLIWS(t, nil)
+	var stderr syncBuffer
+	serve := c.startMCPHost(&stderr, "serve")
+	send := func(line string) { serve.Say(t, line) }
+	reply := func() map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(serve.Line(t)), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, l := range strings.Split(strings.TrimSpace(mcpLines()), "\n") {
+		send(l)
+	}
+	reply()
+	createSession := func(id string) (isError bool, text string) {
+		send(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"create_session","arguments":{"session_id":"` + id + `"}}}`)
+		b, _ := json.Marshal(reply()["result"])
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		_ = json.Unmarshal(b, &r)
+		return r.IsError, string(b)
+	}
+	if isErr, text := createSession("before"); isErr {
+		t.Fatalf("create_session before the deletion: %s", text)
+	}
+	if err := os.RemoveAll(c.ws.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	isErr, text := createSession("after")
+	if !isErr || !strings.Contains(text, c.ws.StateDir) {
+		t.Fatalf("create_session after the deletion was not refused with the folder's name: %s", text)
+	}
+	code := waitExit(t, serve.Cmd, 30*time.Second)
+	t.Logf("write refused and serve exited %s after the deletion", time.Since(deleted).Round(time.Millisecond))
+	if code == 0 || !strings.Contains(stderr.String(), c.ws.StateDir) || !strings.Contains(stderr.String(), "vanished") {
+		t.Fatalf("serve exited %d:\n%s", code, stderr.String())
+	}
+	// Nothing recreated the database behind the deletion.
+	if _, err := os.Stat(c.ws.DBPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the deletion %s: %v", c.ws.DBPath(), err)
+	}
+}
+
+// TestReadCommandsAnswerWhileAWriterIsStopped freezes (SIGSTOP) a process
+// inside a write transaction: status, runs, sessions list and automations
+// list, each a real mcp-host process, still answer.
+func TestReadCommandsAnswerWhileAWriterIsStopped(t *testing.T) {
+	t.Parallel()
+	c := newCLIWS(t, cliFiles(t))
+	if code, _, errs := c.run("sessions", "create", "chat"); code != 0 {
+		t.Fatalf("sessions create: %s", errs)
+	}
+	holder := reexec.Start(t, reexec.Params{Args: []string{"-test.run=^$"}, Env: []string{stuckwriter.Env + "=" + c.ws.DBPath()}})
+	if line := holder.Line(t); line != "holding" {
+		t.Fatalf("holder said %q", line)
+	}
+	if err := holder.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Cmd.Process.Signal(syscall.SIGCONT)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status"}, {"runs"}, {"sessions", "list"}, {"automations", "list"}} {
+		cmd := exec.Command(exe, append([]string{"--state", c.state, "--workspace", c.root}, args...)...)
+		cmd.Env = append(os.Environ(), "CAIRN_CLI_MAIN=1")
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(start)
+		t.Logf("%s answered in %s with a writer stopped", strings.Join(args, " "), took.Round(time.Millisecond))
+		if err != nil {
+			t.Errorf("%s with a writer stopped: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		// A correctness bound with a wide margin (the issue asks for 1 s):
+		// before, these waited for the write lock and failed after 10 s.
+		if took > 8*time.Second {
+			t.Errorf("%s took %s with a writer stopped", strings.Join(args, " "), took)
+		}
+	}
+}
