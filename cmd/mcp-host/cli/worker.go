@@ -70,7 +70,13 @@ user unit or launchd to keep one up.`,
 			if err := syncTriggers(ctx, re); err != nil {
 				return err
 			}
-			return e.runWorker(ctx, re.Workspace, re.Worker, idle, parts)
+			ctx, stopServing := re.UntilFailed(ctx) // a vanished database ends the worker with its error
+			defer stopServing()
+			err = e.runWorker(ctx, re.Workspace, re.Worker, idle, parts)
+			if failed := re.Failed(); failed != nil {
+				return failed
+			}
+			return err
 		},
 	}
 	cmd.Flags().DurationVar(&idle, "idle", 60*time.Second, "exit after this long without work (0: never)")
