@@ -39,6 +39,7 @@ type Store interface {
 	RunStore
 	AutomationStore
 	SessionStore
+	AuditStore
 
 	// Outcome reports whether the write operation opID was committed. For
 	// an operation that is not in flight it is Committed or NotCommitted.

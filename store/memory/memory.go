@@ -22,6 +22,8 @@ type Store struct {
 	runs     runsData
 	autos    automationsData
 	sessions sessionsData
+	audit    []*store.AuditEntry // by Seq
+	auditSeq int64
 }
 
 // New returns an empty store.

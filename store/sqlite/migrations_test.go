@@ -19,6 +19,7 @@ var releasedMigrations = map[string]string{
 	"0004_sessions.sql":                 "95c9adc930ff254985606c3c2c29dc1dd67f303dde8ce49f87a978a26cd4ef82",
 	"0005_session_archive_messages.sql": "a3e8f39168cbbde6a32281f09d6b320cbd0e33fbd7c00b093446306dc324a704",
 	"0006_retention.sql":                "188f8950e8d2db91ad13139d456bbc8b14ffbd4318e1a764554749122dc816b9",
+	"0009_principals.sql":               "b78a56e8e89c0bdd1bef2596c6b01f75251d794e236651a5f59adc1e40211ec7",
 }
 
 func TestMigrationsAreAppendOnly(t *testing.T) {

@@ -19,6 +19,7 @@ func Run(t *testing.T, newStore NewFunc) {
 	t.Run("runs", func(t *testing.T) { t.Parallel(); testRuns(t, newStore) })
 	t.Run("automations", func(t *testing.T) { t.Parallel(); testAutomations(t, newStore) })
 	t.Run("sessions", func(t *testing.T) { t.Parallel(); testSessions(t, newStore) })
+	t.Run("audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore) })
 }
 
 func open(t *testing.T, newStore NewFunc) store.Store {
