@@ -17,6 +17,7 @@ type Summary struct {
 	Schedule   string    `json:"schedule"` // Describe(trigger)
 	Enabled    bool      `json:"enabled"`
 	Note       string    `json:"note,omitempty"`
+	Approval   string    `json:"approval,omitempty"` // store.ApprovalPending while it waits
 	LastStart  time.Time `json:"last_start,omitzero"`
 	LastFinish time.Time `json:"last_finish,omitzero"`
 	LastStatus string    `json:"last_status,omitempty"`
@@ -46,7 +47,7 @@ func Summarize(a *store.Automation) Summary {
 	st := a.State
 	return Summary{
 		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Schedule: Describe(a.Trigger),
-		Enabled: a.Enabled, Note: a.Note,
+		Enabled: a.Enabled, Note: a.Note, Approval: a.Approval,
 		LastStart: st.LastStart, LastFinish: st.LastFinish, LastStatus: st.LastStatus, NextDue: st.NextDue,
 		Fires: st.Fires, Skipped: st.Skipped, Missed: st.Missed, LastError: st.LastError,
 	}
