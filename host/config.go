@@ -32,6 +32,8 @@ type Settings struct {
 	Sessions  SessionSettings   `yaml:"sessions"`
 	Journal   JournalSettings   `yaml:"journal"`
 	Retention RetentionSettings `yaml:"retention"`
+	Agents    AgentSettings     `yaml:"agents"`
+	Workflows WorkflowSettings  `yaml:"workflows"`
 }
 
 // JournalSettings is the journal: section: the caps of run output
@@ -112,6 +114,12 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Retention.validate(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if _, err := s.Agents.Policy(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.Workflows.validate(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	return s, nil
