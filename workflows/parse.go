@@ -43,7 +43,7 @@ func Parse(name string, src []byte) (*Workflow, error) {
 var (
 	topKeys  = []string{"name", "description", "input", "steps", "result", "on"}
 	kindKeys = []string{"exec", "shell", "ask", "sleep", "http"}
-	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default"}, kindKeys...)
+	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default", "for"}, kindKeys...)
 	// keys that only some kinds take; the others are errors, so that a
 	// misplaced key is not silently ignored.
 	keyKinds = map[string][]StepKind{
@@ -53,6 +53,7 @@ var (
 		"dir":     {KindExec, KindShell},
 		"choices": {KindAsk},
 		"default": {KindAsk},
+		"for":     {KindAsk},
 	}
 	httpKeys  = []string{"method", "url", "headers", "body", "expect_status"}
 	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

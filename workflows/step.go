@@ -213,6 +213,15 @@ func (p *parser) askStep(st *Step, m map[string]entry, body *yaml.Node, label st
 		}
 		st.Ask.Choices = choices
 	}
+	if e, ok := m["for"]; ok {
+		f := join(label, "for")
+		if v, ok := p.str(e.val, f); ok {
+			if v != AskForHuman {
+				p.failf(e.val.Line, f, "%q is not who may answer: write `for: human` (only a person answers), or leave it out (agents may answer too)", shorten(v))
+			}
+			st.Ask.For = v
+		}
+	}
 	if e, ok := m["default"]; ok {
 		f := join(label, "default")
 		if d, ok := p.str(e.val, f); ok {

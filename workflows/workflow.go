@@ -81,7 +81,14 @@ type Ask struct {
 	// only set (HasDefault) together with a timeout.
 	Default    string
 	HasDefault bool
+	// For is AskForHuman when only a person may answer (`for: human`):
+	// agents' answers are refused, and a client that offers elicitation
+	// asks its user.
+	For string
 }
+
+// AskForHuman is Ask.For of a question for a person.
+const AskForHuman = "human"
 
 // HTTPRequest is an http step.
 type HTTPRequest struct {
