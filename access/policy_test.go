@@ -2,8 +2,11 @@ package access
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/ids"
 )
 
 func TestAgentPrincipal(t *testing.T) {
@@ -16,6 +19,31 @@ func TestAgentPrincipal(t *testing.T) {
 	for in, want := range map[string]Principal{"cli": Human, "": Human, "human": Human, "mcp:x": "agent:x", "agent:y": "agent:y", "config": "config"} {
 		if got := Of(in); got != want {
 			t.Errorf("Of(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestAgentSanitizesClientNames: every client name gives a valid id.
+func TestAgentSanitizesClientNames(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"Claude Code":                "Claude-Code",
+		"":                           "unknown",
+		"  ":                         "unknown",
+		"cursor/1.0":                 "cursor-1.0",
+		"../../x":                    "x",
+		"a..b":                       "a.b",
+		"vscode (insiders)":          "vscode-insiders",
+		strings.Repeat("é", 10):      "unknown",
+		strings.Repeat("a", 300):     strings.Repeat("a", maxPrincipalLen-len(AgentPrefix)),
+		"mcp-client@2025 — beta-ish": "mcp-client-2025-beta-ish",
+	}
+	for in, want := range cases {
+		if got := Agent(in); got != Principal(AgentPrefix+want) {
+			t.Errorf("Agent(%q) = %q, want %q", in, got, AgentPrefix+want)
+		}
+		if err := ids.Validate("owner", string(Agent(in))); err != nil {
+			t.Errorf("principal of %q is not a valid id: %v", in, err)
 		}
 	}
 }

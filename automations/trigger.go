@@ -98,7 +98,7 @@ func (s *Service) fireNow(ctx context.Context, a *store.Automation, input json.R
 	now := s.now().UTC().Truncate(time.Millisecond)
 	var res store.FireResult
 	for nominal := now; nominal.Before(now.Add(100 * time.Millisecond)); nominal = nominal.Add(time.Millisecond) {
-		run.Trigger = store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal}
+		run.Trigger = store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal, Principal: ownerPrincipal(a.Owner)}
 		res, err = s.Store.Fire(ctx, store.FireParams{AutomationID: a.ID, Nominal: nominal, Actual: now, Run: run, Manual: true})
 		if err != nil {
 			return nil, err

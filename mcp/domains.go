@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/sessions"
@@ -53,7 +54,13 @@ type automationService interface {
 	Trigger(ctx context.Context, p automations.TriggerParams) (*automations.FireReport, error)
 }
 
+// auditRecorder is what the tools use of *audit.Log.
+type auditRecorder interface {
+	Record(ctx context.Context, e audit.Entry)
+}
+
 var (
+	_ auditRecorder     = (*audit.Log)(nil)
 	_ runEngine         = (*runs.Engine)(nil)
 	_ runStore          = (store.RunStore)(nil)
 	_ sessionManager    = (*sessions.Manager)(nil)

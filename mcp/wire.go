@@ -154,6 +154,7 @@ type automation struct {
 	// Schedule is the trigger as people read it.
 	Schedule  string    `json:"schedule,omitempty" jsonschema:"The trigger as people read it (\"cron 0 3 * * 1-5 (Europe/Paris)\")."`
 	Source    string    `json:"source,omitempty"`
+	Approval  string    `json:"approval,omitempty" jsonschema:"pending while it waits for a person's approval (mcp-host automations approve KEY); it fires nothing until then."`
 	History   *history  `json:"history,omitempty"`
 	Revision  int64     `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
@@ -178,7 +179,7 @@ func newAutomation(a *store.Automation) *automation {
 	return &automation{
 		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Input: a.Input, Trigger: a.Trigger,
 		Enabled: a.Enabled, Note: a.Note, Overlap: a.Overlap, Missed: a.Missed,
-		Schedule: automations.Describe(a.Trigger), Source: a.Source,
+		Schedule: automations.Describe(a.Trigger), Source: a.Source, Approval: a.Approval,
 		History: &history{
 			LastStart: st.LastStart, LastFinish: st.LastFinish, LastStatus: st.LastStatus,
 			LastRunID: st.LastRunID, NextDue: st.NextDue, Fires: st.Fires, Skipped: st.Skipped,

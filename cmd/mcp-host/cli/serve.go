@@ -164,6 +164,8 @@ func (e *env) openHost(ctx context.Context) (*mcpHost, error) {
 		RunStore:    h.Store,
 		Sessions:    h.Sessions,
 		Automations: h.Automations,
+		Policy:      h.Policy,
+		Audit:       h.Audit,
 		Log:         e.log,
 	})
 	return &mcpHost{Host: h, srv: srv}, nil
