@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/audit"
+	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -62,8 +64,9 @@ func (s *Server) auditTool(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		}
 		n := &auditNote{}
 		res, err := next(context.WithValue(ctx, auditNoteKey{}, n), req)
+		args := rawArguments(req)
 		n.mu.Lock()
-		outcome, subject := store.AuditOK, n.subject
+		outcome, subject := store.AuditOK, cmp.Or(n.subject, subjectOf(args))
 		switch {
 		case n.refused != "":
 			outcome, subject = store.AuditRefused, n.refused
@@ -73,10 +76,28 @@ func (s *Server) auditTool(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		n.mu.Unlock()
 		s.p.Audit.Record(ctx, audit.Entry{
 			Principal: s.principal(ctx), Connection: s.connection(ctx), Tool: req.Params.Name,
-			Args: rawArguments(req), Outcome: outcome, Subject: subject,
+			Args: args, Outcome: outcome, Subject: subject,
 		})
 		return res, err
 	}
+}
+
+// subjectOf is the record a call's arguments name (a run, automation or
+// session id), when the handler noted none.
+func subjectOf(args json.RawMessage) string {
+	var ref struct {
+		RunID     string `json:"run_id"`
+		SessionID string `json:"session_id"`
+		ID        string `json:"id"`
+	}
+	if json.Unmarshal(args, &ref) != nil {
+		return ""
+	}
+	s := cmp.Or(ref.RunID, ref.SessionID, ref.ID)
+	if ids.Validate("id", s) != nil {
+		return ""
+	}
+	return s
 }
 
 // rawArguments are a call's arguments as JSON.

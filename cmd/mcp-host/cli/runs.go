@@ -132,6 +132,7 @@ func (e *env) printRun(r *runs.Run) {
 		trig += " " + r.Trigger.AutomationID
 	}
 	row("trigger", trig)
+	row("principal", r.Trigger.Principal)
 	row("created", ts(r.CreatedAt))
 	row("started", ts(r.StartedAt))
 	row("finished", ts(r.FinishedAt))
