@@ -2,9 +2,12 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cairnhq/cairn/access"
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/workflows"
 )
 
 // AgentSettings is the agents: section: what MCP clients may do (see
@@ -47,6 +50,37 @@ type WorkflowSettings struct {
 	// UnquotedShellInput: what loading a workflow whose shell: interpolates
 	// input without shellquote does: warn (the default) or error.
 	UnquotedShellInput string `yaml:"unquoted_shell_input"`
+}
+
+// check is what the workflows must pass beyond parsing: nothing, or no
+// warning under unquoted_shell_input: error.
+func (w WorkflowSettings) check() func(*workflows.Workflow) error {
+	if w.UnquotedShellInput == "error" {
+		return workflows.RefuseWarnings
+	}
+	return nil
+}
+
+// Targets serves the workspace's workflow files under these settings.
+func (w WorkflowSettings) Targets(dir string) runs.Targets {
+	return runs.CheckedDirTargets(dir, w.check())
+}
+
+// WorkflowWarnings lists the warnings of the workflows that load (file,
+// line, field): serve logs them, run and list print them.
+func WorkflowWarnings(t runs.Targets, only string) []string {
+	wfs, _ := t.List()
+	var out []string
+	for name, wf := range wfs {
+		if only != "" && name != only {
+			continue
+		}
+		for _, wn := range wf.Warnings {
+			out = append(out, wn.Error())
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (w WorkflowSettings) validate() error {

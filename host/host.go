@@ -161,7 +161,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		guard.Path = ws.StateDir
 	}
 	h.Runs, err = runs.New(runs.Options{
-		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log, DiskGuard: guard,
+		Store: h.Store, Workspace: ws, Targets: settings.Workflows.Targets(ws.WorkflowsDir()), Clock: clk, Logger: h.log, DiskGuard: guard,
 		InMemory: inMemory, StopGrace: cfg.StopGrace, OnChange: cfg.OnRunChange,
 		JournalRunCap: int64(settings.Journal.PerRun), JournalLineCap: int(settings.Journal.PerLine),
 	})

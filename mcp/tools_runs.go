@@ -102,6 +102,8 @@ func (s *Server) listTargetsTool() server.ServerTool {
 			if in.Cursor == "" {
 				out.Problems = fitProblems(all.Problems, room/4)
 				room -= jsonLen(out.Problems)
+				out.Warnings = fitProblems(all.Warnings, room/4)
+				room -= jsonLen(out.Warnings)
 			}
 			out.Targets, out.NextCursor, err = listPage(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
 				func(t target) string { return "target " + t.Name })

@@ -30,6 +30,7 @@ type deletedOut struct {
 type targetList struct {
 	Targets    []target `json:"targets"`
 	Problems   []string `json:"problems,omitempty" jsonschema:"Load errors of workflow files that did not load (file, line, field), on the first page."`
+	Warnings   []string `json:"warnings,omitempty" jsonschema:"Problems of workflows that load (file, line, field): a shell step interpolating input without shellQuote, on the first page."`
 	NextCursor string   `json:"next_cursor,omitempty" jsonschema:"More targets follow: pass it back as cursor."`
 }
 
@@ -49,9 +50,13 @@ func newTargetList(t runs.Targets) *targetList {
 		for _, tr := range wf.On {
 			tg.Triggers = append(tg.Triggers, describeTrigger(tr))
 		}
+		for _, w := range wf.Warnings {
+			out.Warnings = append(out.Warnings, w.Error())
+		}
 		out.Targets = append(out.Targets, tg)
 	}
 	slices.SortFunc(out.Targets, func(x, y target) int { return strings.Compare(x.Name, y.Name) })
+	slices.Sort(out.Warnings)
 	for _, p := range problems {
 		out.Problems = append(out.Problems, p.Error())
 	}

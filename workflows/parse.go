@@ -37,6 +37,7 @@ func Parse(name string, src []byte) (*Workflow, error) {
 		}
 		return nil, errors.Join(p.errs...)
 	}
+	w.Warnings = p.warns
 	return w, nil
 }
 
@@ -62,9 +63,11 @@ var (
 )
 
 type parser struct {
-	file  string
-	errs  []error
-	known map[string]bool // step ids declared in the file
+	file   string
+	errs   []error
+	warns  []*Error        // problems that do not stop the load (shell_lint.go)
+	known  map[string]bool // step ids declared in the file
+	schema []byte          // the input schema as JSON, once parsed
 }
 
 type entry struct{ key, val *yaml.Node }
@@ -134,6 +137,7 @@ func (p *parser) workflow(src []byte) *Workflow {
 	}
 	if e, ok := m["input"]; ok {
 		p.input(w, e.val)
+		p.schema = w.schemaJSON
 	}
 	if e, ok := m["steps"]; ok {
 		w.Steps = p.steps(e.val)

@@ -111,6 +111,7 @@ func (p *parser) step(i int, n *yaml.Node, id string) *Step {
 	case KindShell:
 		if _, ok := p.nonEmpty(body, field); ok {
 			st.Shell = p.template(body, field)
+			p.lintShell(body, field, p.schema)
 		}
 	case KindAsk:
 		p.askStep(st, m, body, label)

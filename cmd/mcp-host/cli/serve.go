@@ -95,6 +95,9 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	if err := h.start(ctx); err != nil {
 		return err
 	}
+	for _, w := range host.WorkflowWarnings(h.Runs.Targets(), "") {
+		e.log.Warn("workflow: " + w)
+	}
 
 	var serveErr error
 	if o.http != "" {
