@@ -230,11 +230,13 @@ test('a running run is cancelled', async () => {
 test('automations go through create, list, update, trigger and delete', async () => {
   const { automation, created } = await call('create_automation', { key: 'nightly-hello', target: 'hello', cron: '0 3 * * 1-5', tz: 'Europe/Paris', input: { who: 'cron' } });
   assert.equal(created, true);
-  assert.equal(automation.owner, 'mcp:cairn-e2e');
+  assert.equal(automation.owner, 'agent:cairn-e2e');
   const same = await call('create_automation', { key: 'nightly-hello', target: 'hello', cron: '0 3 * * 1-5', tz: 'Europe/Paris', input: { who: 'cron' } });
   assert.equal(same.created, false);
   assert.equal(same.automation.id, automation.id);
-  await call('create_automation', { key: 'someone-elses', target: 'hello', every: '1h', owner: 'another-session' });
+  const chosen = await callError('create_automation', { key: 'someone-elses', target: 'hello', every: '1h', owner: 'another-session' });
+  assert.match(chosen, /cannot choose the owner/);
+  execFileSync(bin, ['automations', 'create', '--key', 'someone-elses', '--target', 'hello', '--every', '1h', '--owner', 'another-session'], { cwd: workspace, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
 
   const mine = await call('list_automations');
   assert.deepEqual(mine.automations.map((a) => a.key), ['nightly-hello']);
