@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { stopWorkers } from '../lib/workers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -89,29 +90,9 @@ before(async () => {
   await client.connect(transport);
 });
 
-// stopWorkers stops the background workers that serve or `mcp-host answer`
-// started for the test workspace (they would idle a minute before exiting).
-async function stopWorkers() {
-  let status;
-  try {
-    status = JSON.parse(execFileSync(bin, ['--json', 'status'], { cwd: workspace, env: env(), stdio: ['ignore', 'pipe', 'ignore'] }).toString());
-  } catch {
-    return;
-  }
-  for (const ws of status.workspaces ?? []) {
-    const pid = ws.worker?.pid;
-    if (!pid) continue;
-    try { process.kill(pid, 'SIGTERM'); } catch { continue; }
-    for (let i = 0; i < 200; i++) {
-      try { process.kill(pid, 0); } catch { break; }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 after(async () => {
   await client?.close();
-  if (bin) await stopWorkers();
+  if (bin) await stopWorkers(bin, workspace, env());
   if (clientErrors.length > 0) {
     // Surface errors that arrived after the last test checked.
     console.error('client errors:', clientErrors.map(String));

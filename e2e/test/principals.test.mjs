@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { stopWorkers } from '../lib/workers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -92,28 +93,9 @@ before(() => {
   assert.ok(existsSync(bin), `no mcp-host binary at ${bin}`);
 });
 
-// stopWorkers stops background workers a serve handed runs to.
-async function stopWorkers() {
-  let status;
-  try {
-    status = JSON.parse(cli('--json', 'status').out);
-  } catch {
-    return;
-  }
-  for (const ws of status.workspaces ?? []) {
-    const pid = ws.worker?.pid;
-    if (!pid) continue;
-    try { process.kill(pid, 'SIGTERM'); } catch { continue; }
-    for (let i = 0; i < 200; i++) {
-      try { process.kill(pid, 0); } catch { break; }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 after(async () => {
   for (const c of open) await c.close().catch(() => {});
-  if (bin) await stopWorkers();
+  if (bin) await stopWorkers(bin, workspace, env());
   rmSync(tmp, { recursive: true, force: true });
 });
 
