@@ -52,6 +52,8 @@ type automationService interface {
 	Update(ctx context.Context, p automations.UpdateParams) (*store.Automation, error)
 	Delete(ctx context.Context, p automations.DeleteParams) (*store.Automation, error)
 	Trigger(ctx context.Context, p automations.TriggerParams) (*automations.FireReport, error)
+	Approve(ctx context.Context, ref string) (*store.Automation, error)
+	Reject(ctx context.Context, ref string) (*store.Automation, error)
 }
 
 // auditRecorder is what the tools use of *audit.Log.

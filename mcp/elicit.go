@@ -29,9 +29,10 @@ const maxElicitedRuns = 1000
 type elicitor struct {
 	s *Server
 
-	mu   sync.Mutex
-	runs map[string]*followed // by run id
-	wg   sync.WaitGroup
+	mu        sync.Mutex
+	runs      map[string]*followed       // by run id
+	approvals map[string]pendingApproval // by automation id: to ask (elicit_approval.go)
+	wg        sync.WaitGroup
 }
 
 // followed is a run whose questions go to a session.
@@ -41,7 +42,7 @@ type followed struct {
 }
 
 func newElicitor(s *Server) *elicitor {
-	return &elicitor{s: s, runs: map[string]*followed{}}
+	return &elicitor{s: s, runs: map[string]*followed{}, approvals: map[string]pendingApproval{}}
 }
 
 // offersElicitation reports whether the client of ctx can be asked.
@@ -80,15 +81,24 @@ func (e *elicitor) forget(sessionID string) {
 			delete(e.runs, id)
 		}
 	}
+	for id, p := range e.approvals {
+		if p.sess.SessionID() == sessionID {
+			delete(e.approvals, id)
+		}
+	}
 }
 
-// check looks at the followed runs: a settled one is dropped, a new
-// question is asked (once).
+// check sends the approval questions queued, and looks at the followed
+// runs: a settled one is dropped, a new question is asked (once).
 func (e *elicitor) check(ctx context.Context) {
 	if e.s.p.RunStore == nil || e.s.p.Runs == nil {
+		e.mu.Lock()
+		e.askApprovalsLocked(ctx)
+		e.mu.Unlock()
 		return
 	}
 	e.mu.Lock()
+	e.askApprovalsLocked(ctx)
 	ids := make([]string, 0, len(e.runs))
 	for id := range e.runs {
 		ids = append(ids, id)

@@ -226,6 +226,9 @@ func (s *Server) createAutomationTool() server.ServerTool {
 				return nil, err
 			}
 			noteSubject(ctx, res.Automation.ID)
+			if res.Created {
+				s.elicit.followApproval(ctx, res.Automation)
+			}
 			return &createAutomationOut{Automation: newAutomation(res.Automation), Created: res.Created}, nil
 		}))
 }
@@ -279,6 +282,7 @@ func (s *Server) updateAutomationTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
+			s.elicit.followApproval(ctx, a)
 			return newAutomation(a), nil
 		}))
 }

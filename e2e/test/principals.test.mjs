@@ -40,14 +40,18 @@ function env() {
 
 // cli runs mcp-host as the person and returns its exit code and output.
 function cli(...args) {
-  const r = spawnSync(bin, args, { cwd: workspace, env: env(), encoding: 'utf8' });
+  return cliIn(workspace, ...args);
+}
+
+function cliIn(cwd, ...args) {
+  const r = spawnSync(bin, args, { cwd, env: env(), encoding: 'utf8' });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
 // connect starts `mcp-host serve` for a client named name. With onElicit
 // the client offers elicitation and answers with it.
-async function connect(name, onElicit) {
-  const transport = new StdioClientTransport({ command: bin, args: ['serve'], cwd: workspace, env: env(), stderr: 'pipe' });
+async function connect(name, onElicit, cwd = workspace) {
+  const transport = new StdioClientTransport({ command: bin, args: ['serve'], cwd, env: env(), stderr: 'pipe' });
   transport.stderr?.on('data', () => {});
   const client = new Client({ name, version: '1.0.0' }, onElicit ? { capabilities: { elicitation: {} } } : undefined);
   if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
@@ -207,4 +211,44 @@ test('list_targets warns of a shell step with unquoted input, with file and line
   const a = await connect('agent-a');
   const { warnings } = await a.call('list_targets');
   assert.ok(warnings?.some((w) => /greet\.yaml:8: step "hi": shell: \$\{\{ input\.who \}\}.*shellQuote/.test(w)), JSON.stringify(warnings));
+});
+
+test("under agents.automations: approve an agent's automation waits; the person approves it, through the CLI or elicitation", async () => {
+  const ws = join(tmp, 'ws-approve');
+  mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
+  copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n');
+
+  const a = await connect('agent-a', undefined, ws);
+  const { automation } = await a.call('create_automation', { key: 'a-hourly', target: 'hello', every: '1h' });
+  assert.equal(automation.approval, 'pending');
+  assert.equal(automation.enabled, false);
+  const listed = await a.call('list_automations');
+  assert.equal(listed.automations[0].approval, 'pending');
+  assert.match(await a.refused('trigger_automation', { id: automation.id }), /approve/);
+  assert.match(await a.refused('update_automation', { id: automation.id, enabled: true }), /agents\.automations/);
+  const list = cliIn(ws, 'automations', 'list');
+  assert.match(list.out, /a-hourly.*pending approval/);
+  const approved = cliIn(ws, '--json', 'automations', 'approve', 'a-hourly');
+  assert.equal(approved.code, 0, approved.err);
+  assert.equal(JSON.parse(approved.out).enabled, true);
+
+  const asked = [];
+  const e = await connect('editor', async (req) => {
+    asked.push(req.params);
+    return { action: 'accept', content: { decision: 'approve' } };
+  }, ws);
+  const { automation: mine } = await e.call('create_automation', { key: 'e-hourly', target: 'hello', every: '1h' });
+  assert.equal(mine.approval, 'pending');
+  const enabled = await until('the person to approve it through elicitation', async () => {
+    const { automations } = await e.call('list_automations');
+    return automations.find((x) => x.id === mine.id && x.enabled && !x.approval);
+  });
+  assert.ok(enabled);
+  assert.equal(asked.length, 1);
+  assert.match(asked[0].message, /e-hourly/);
+  assert.deepEqual(asked[0].requestedSchema.properties.decision.enum, ['approve', 'reject', 'later']);
+  const audit = JSON.parse(cliIn(ws, '--json', 'audit').out).entries;
+  const human = audit.find((x) => x.tool === 'elicitation/create' && x.subject === mine.id);
+  assert.equal(human?.principal, 'human');
 });
