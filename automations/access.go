@@ -19,17 +19,21 @@ func pendingNote(a *store.Automation, by access.Principal) string {
 // target must be one agents may launch, its owner limits hold, and under
 // approve it is stored pending (disabled until approved).
 func (s *Service) admit(ctx context.Context, by access.Principal, a *store.Automation) error {
-	if !by.IsAgent() {
+	if !by.IsAgent() || s.Policy == nil {
 		return nil
 	}
 	if err := s.Policy.CanLaunch(by, a.Target); err != nil {
 		return err
 	}
-	owned, err := s.Store.ListAutomations(ctx, store.AutomationFilter{Owner: a.Owner})
-	if err != nil {
-		return err
+	owned := 0
+	if s.Policy.MaxAutomations > 0 {
+		list, err := s.Store.ListAutomations(ctx, store.AutomationFilter{Owner: a.Owner})
+		if err != nil {
+			return err
+		}
+		owned = len(list)
 	}
-	pending, err := s.Policy.CheckAutomation(by, access.AutomationCheck{New: true, Owned: len(owned), Interval: shortestGap(a.Trigger, s.now())})
+	pending, err := s.Policy.CheckAutomation(by, access.AutomationCheck{New: true, Owned: owned, Interval: shortestGap(a.Trigger, s.now())})
 	if err != nil {
 		return err
 	}
