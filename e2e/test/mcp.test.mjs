@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { stopWorkers } from '../lib/workers.mjs';
+import { stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -57,17 +57,6 @@ async function callError(name, args) {
   const res = await client.callTool({ name, arguments: args });
   assert.equal(res.isError, true, `${name} should fail, got ${JSON.stringify(res.structuredContent)}`);
   return res.content[0].text;
-}
-
-// until polls fn until it returns a truthy value (a bounded loop: it turns a
-// hang into a failure, it is not a timed assertion).
-async function until(what, fn, { tries = 600, every = 100 } = {}) {
-  for (let i = 0; i < tries; i++) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, every));
-  }
-  assert.fail(`gave up waiting for ${what}`);
 }
 
 before(async () => {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { stopWorkers } from '../lib/workers.mjs';
+import { stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -68,15 +68,6 @@ async function connect(name, onElicit, cwd = workspace) {
     return res.content[0].text;
   };
   return { client, call, refused };
-}
-
-async function until(what, fn, { tries = 600, every = 100 } = {}) {
-  for (let i = 0; i < tries; i++) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, every));
-  }
-  assert.fail(`gave up waiting for ${what}`);
 }
 
 before(() => {

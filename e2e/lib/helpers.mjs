@@ -1,4 +1,5 @@
 // Helpers the end-to-end test files share.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 
 // stopWorkers stops the background workers that serve or `mcp-host answer`
@@ -19,4 +20,15 @@ export async function stopWorkers(bin, cwd, env) {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+// until polls fn until it returns a truthy value (a bounded loop: it turns a
+// hang into a failure, it is not a timed assertion).
+export async function until(what, fn, { tries = 600, every = 100 } = {}) {
+  for (let i = 0; i < tries; i++) {
+    const v = await fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, every));
+  }
+  assert.fail(`gave up waiting for ${what}`);
 }
