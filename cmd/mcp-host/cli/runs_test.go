@@ -61,7 +61,7 @@ func TestRunCommandsAttached(t *testing.T) {
 		t.Fatalf("runs --target ok --limit 1: exit %d\n%s", code, out)
 	}
 	code, out, _ = c.run("runs", "show", okID)
-	if code != 0 || !strings.Contains(out, "status    succeeded") || !strings.Contains(out, "greet  exec  succeeded  exit 0") {
+	if code != 0 || !strings.Contains(out, "status    succeeded") || !strings.Contains(out, "greet  exec  succeeded  exit 0") || !strings.Contains(out, "manual by human") {
 		t.Fatalf("runs show: exit %d\n%s", code, out)
 	}
 
