@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairnhq/cairn/access"
+
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -71,9 +73,18 @@ func (s *Scheduler) prepareAll(ctx context.Context, as []*store.Automation, nomi
 	return runs, errs
 }
 
-// fireTrigger is the trigger of a's run for the slot nominal.
+// fireTrigger is the trigger of a's run for the slot nominal: its
+// principal is the automation's owner.
 func fireTrigger(a *store.Automation, nominal time.Time) store.Trigger {
-	return store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal.UTC().Truncate(time.Millisecond)}
+	return store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal.UTC().Truncate(time.Millisecond), Principal: ownerPrincipal(a.Owner)}
+}
+
+// ownerPrincipal is the principal an automation's runs are launched by.
+func ownerPrincipal(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return string(access.Of(owner))
 }
 
 // fire queues a's run for the slot p.Nominal.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/internal/text"
@@ -24,6 +25,9 @@ type Service struct {
 	// Notify, when set, is called after every change, so that a scheduler
 	// in this process recalculates at once (Scheduler.Notify).
 	Notify func()
+	// Policy limits what agents do (nil: the defaults; see package
+	// access). People are never limited.
+	Policy *access.Policy
 }
 
 func (s *Service) now() time.Time { return clock.OrReal(s.Clock).Now() }
@@ -36,9 +40,13 @@ func (s *Service) notify() {
 
 // CreateParams create an automation.
 type CreateParams struct {
-	// Owner is who creates it: "cli", "mcp:<client>" or a session id.
+	// Owner is who creates it: "human", "agent:<client>" or a session
+	// id; "": By.
 	Owner string
-	Spec  Spec
+	// By is who asks ("": a person). An agent owns what it creates: Owner
+	// must be empty or By.
+	By   access.Principal
+	Spec Spec
 }
 
 // CreateResult is a created automation, or the existing one with the same
@@ -54,6 +62,12 @@ type CreateResult struct {
 // one; with another spec it fails with a *ConflictError.
 func (s *Service) Create(ctx context.Context, p CreateParams) (CreateResult, error) {
 	if p.Owner == "" {
+		p.Owner = string(p.By)
+	}
+	if p.By.IsAgent() && p.Owner != string(p.By) {
+		return CreateResult{}, fmt.Errorf("create automation %s: an agent creates automations of its own only (owner %s), not of %q", text.Shorten(p.Spec.Key, maxShown), p.By, p.Owner)
+	}
+	if p.Owner == "" {
 		return CreateResult{}, specErrf("owner", "must not be empty")
 	}
 	if p.Owner == store.OwnerConfig {
@@ -61,6 +75,9 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (CreateResult, err
 	}
 	a, err := s.build(ctx, p.Owner, p.Spec)
 	if err != nil {
+		return CreateResult{}, fmt.Errorf("create automation %s: %w", text.Shorten(p.Spec.Key, maxShown), err)
+	}
+	if err := s.admit(ctx, p.By, a); err != nil {
 		return CreateResult{}, fmt.Errorf("create automation %s: %w", text.Shorten(p.Spec.Key, maxShown), err)
 	}
 	return s.insert(ctx, a)

@@ -18,6 +18,7 @@ type Summary struct {
 	Zone       string    `json:"zone"`     // the zone its times are in (Location)
 	Enabled    bool      `json:"enabled"`
 	Note       string    `json:"note,omitempty"`
+	Approval   string    `json:"approval,omitempty"` // store.ApprovalPending while it waits
 	LastStart  time.Time `json:"last_start,omitzero"`
 	LastFinish time.Time `json:"last_finish,omitzero"`
 	LastStatus string    `json:"last_status,omitempty"`
@@ -56,7 +57,7 @@ func Summarize(a *store.Automation, now time.Time) Summary {
 	}
 	return Summary{
 		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Schedule: Describe(a.Trigger), Zone: loc.String(),
-		Enabled: a.Enabled, Note: a.Note,
+		Enabled: a.Enabled, Note: a.Note, Approval: a.Approval,
 		LastStart: in(st.LastStart), LastFinish: in(st.LastFinish), LastStatus: st.LastStatus, NextDue: in(NextDue(a, now)),
 		Fires: st.Fires, Skipped: st.Skipped, Missed: st.Missed, LastError: st.LastError,
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 )
@@ -29,8 +30,9 @@ const OutcomeAlreadyFired = "already_fired"
 // TriggerParams fire an automation now.
 type TriggerParams struct {
 	Ref   string
-	Owner string          // when set, the automation must belong to it
-	Input json.RawMessage // replaces the automation's input for this fire
+	Owner string           // when set, the automation must belong to it
+	By    access.Principal // who asks ("": a person)
+	Input json.RawMessage  // replaces the automation's input for this fire
 }
 
 // Trigger fires an automation now (nominal time = now), as a manual fire:
@@ -40,6 +42,9 @@ func (s *Service) Trigger(ctx context.Context, p TriggerParams) (*FireReport, er
 	a, err := s.Resolve(ctx, p.Ref, p.Owner)
 	if err != nil {
 		return nil, fmt.Errorf("trigger automation: %w", err)
+	}
+	if err := s.Policy.CanEdit(p.By, a.Owner); err != nil {
+		return nil, fmt.Errorf("trigger automation %s: %w", a.Key, err)
 	}
 	rep, err := s.fireNow(ctx, a, p.Input)
 	var pe *PausedError
@@ -71,6 +76,9 @@ func (s *Service) Roll(ctx context.Context, p TriggerParams) (*FireReport, error
 }
 
 func (s *Service) fireNow(ctx context.Context, a *store.Automation, input json.RawMessage) (*FireReport, error) {
+	if a.Approval == store.ApprovalPending {
+		return nil, fmt.Errorf("automation %s waits for approval: mcp-host automations approve %s", a.Key, a.Key)
+	}
 	if !a.Enabled {
 		return nil, &PausedError{Key: a.Key, Note: a.Note}
 	}
@@ -90,7 +98,7 @@ func (s *Service) fireNow(ctx context.Context, a *store.Automation, input json.R
 	now := s.now().UTC().Truncate(time.Millisecond)
 	var res store.FireResult
 	for nominal := now; nominal.Before(now.Add(100 * time.Millisecond)); nominal = nominal.Add(time.Millisecond) {
-		run.Trigger = store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal}
+		run.Trigger = store.Trigger{Kind: "automation", AutomationID: a.ID, Nominal: nominal, Principal: ownerPrincipal(a.Owner)}
 		res, err = s.Store.Fire(ctx, store.FireParams{AutomationID: a.ID, Nominal: nominal, Actual: now, Run: run, Manual: true})
 		if err != nil {
 			return nil, err

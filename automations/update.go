@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 )
@@ -17,6 +18,9 @@ import (
 type UpdateParams struct {
 	Ref   string // id or key
 	Owner string // when set, the automation must belong to it
+	// By is who asks ("": a person); an agent changes only what the
+	// policy lets it (see access.Policy.CanEdit).
+	By access.Principal
 	// Revision, when not 0, must be the automation's current revision.
 	Revision int64
 
@@ -46,6 +50,9 @@ func (s *Service) Update(ctx context.Context, p UpdateParams) (*store.Automation
 	if err != nil {
 		return nil, fmt.Errorf("update automation: %w", err)
 	}
+	if err := s.Policy.CanEdit(p.By, a.Owner); err != nil {
+		return nil, fmt.Errorf("update automation %s: %w", a.Key, err)
+	}
 	if a.Owner == store.OwnerConfig && p.changesSpec() {
 		return nil, fmt.Errorf("update automation %s: %w (%s); edit the file instead (pause and resume work here)", a.Key, ErrConfigOwned, a.Source)
 	}
@@ -61,6 +68,9 @@ func (s *Service) Update(ctx context.Context, p UpdateParams) (*store.Automation
 		}
 		next, err := s.apply(ctx, cur, p)
 		if err != nil {
+			return err
+		}
+		if err := s.admitChange(p.By, cur, next); err != nil {
 			return err
 		}
 		next.UpdatedAt = s.now()
@@ -164,8 +174,9 @@ func (s *Service) Resume(ctx context.Context, ref string) (*store.Automation, er
 // DeleteParams delete an automation.
 type DeleteParams struct {
 	Ref      string
-	Owner    string // when set, the automation must belong to it
-	Revision int64  // when not 0, must be current
+	Owner    string           // when set, the automation must belong to it
+	By       access.Principal // who asks ("": a person)
+	Revision int64            // when not 0, must be current
 }
 
 // Delete removes an automation and its history under its edit lock.
@@ -174,6 +185,9 @@ func (s *Service) Delete(ctx context.Context, p DeleteParams) (*store.Automation
 	a, err := s.Resolve(ctx, p.Ref, p.Owner)
 	if err != nil {
 		return nil, fmt.Errorf("delete automation: %w", err)
+	}
+	if err := s.Policy.CanEdit(p.By, a.Owner); err != nil {
+		return nil, fmt.Errorf("delete automation %s: %w", a.Key, err)
 	}
 	if a.Owner == store.OwnerConfig {
 		return nil, fmt.Errorf("delete automation %s: %w (%s); remove the trigger from the file, or pause it", a.Key, ErrConfigOwned, a.Source)

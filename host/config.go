@@ -38,6 +38,8 @@ type Settings struct {
 	Notify    notify.Settings   `yaml:"notify"`
 	Disk      DiskSettings      `yaml:"disk"`
 	Store     StoreSettings     `yaml:"store"`
+	Agents    AgentSettings     `yaml:"agents"`
+	Workflows WorkflowSettings  `yaml:"workflows"`
 }
 
 // StoreSettings is the store: section.
@@ -137,6 +139,12 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Notify.Validate(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if _, err := s.Agents.Policy(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.Workflows.validate(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	return s, nil

@@ -23,6 +23,8 @@ import (
 
 	"github.com/cairnhq/cairn/internal/diskfree"
 
+	"github.com/cairnhq/cairn/access"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/locks"
@@ -86,6 +88,10 @@ type Host struct {
 	// Retention deletes runs past retention: by hand (mcp-host gc, runs
 	// delete) and, between Start and Stop, every retention.interval.
 	Retention *retention.Collector
+	// Policy is what agents may do (the agents: settings); Audit records
+	// what they did.
+	Policy *access.Policy
+	Audit  *audit.Log
 
 	gc       *retention.Loop // nil when retention.interval is 0
 	notifier *notifier       // nil when notify: sets no channel
@@ -159,7 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		guard = settings.Disk.MinFree.guard(ws.StateDir)
 	}
 	runOpts := runs.Options{
-		Store: h.Store, Workspace: ws, Clock: clk, Logger: h.log, DiskGuard: guard,
+		Store: h.Store, Workspace: ws, Targets: settings.Workflows.Targets(ws.WorkflowsDir()), Clock: clk, Logger: h.log, DiskGuard: guard,
 		InMemory: inMemory, StopGrace: cfg.StopGrace, OnChange: cfg.OnRunChange,
 		JournalRunCap: int64(settings.Journal.PerRun), JournalLineCap: int(settings.Journal.PerLine),
 		EnvPass: settings.Env.Pass,
@@ -178,8 +184,14 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
 	})
 	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk})
+	if h.Policy, err = settings.Agents.Policy(); err != nil {
+		h.Close()
+		return nil, err
+	}
+	h.Audit = &audit.Log{Store: h.Store, Clock: clk, Log: h.log}
 	h.Automations = &automations.Service{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Clock: clk, Notify: h.Scheduler.Notify,
+		Policy: h.Policy,
 	}
 	h.Sessions = sessions.New(h.Store, sessions.Options{
 		MemoryDir: memoryDir, LocksDir: locksDir, MaxArchives: settings.Sessions.MaxArchives, Clock: clk,

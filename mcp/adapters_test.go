@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/runs"
 )
 
@@ -70,7 +71,7 @@ func TestAutomationsAdapter(t *testing.T) {
 	var created createAutomationOut
 	f.ok("create_automation", map[string]any{"key": "nightly", "target": "noop", "cron": "0 3 * * 1-5", "tz": "Europe/Paris"}, &created)
 	a := created.Automation
-	if !created.Created || a.Owner != "mcp:Cursor" || a.Trigger.Kind != "cron" || !strings.Contains(a.Schedule, "Europe/Paris") {
+	if !created.Created || a.Owner != "agent:Cursor" || a.Trigger.Kind != "cron" || !strings.Contains(a.Schedule, "Europe/Paris") {
 		t.Fatalf("create: %+v", a)
 	}
 	var again createAutomationOut
@@ -87,11 +88,16 @@ func TestAutomationsAdapter(t *testing.T) {
 	if msg := f.fails("create_automation", map[string]any{"key": "watch", "target": "noop", "files": []string{"../outside/*"}}); !strings.Contains(msg, "..") {
 		t.Errorf("create with a glob leaving the workspace: %q", msg)
 	}
-	f.ok("create_automation", map[string]any{"key": "watch", "target": "noop", "files": []string{"src/**/*.go"}, "every": "30s", "owner": "session-7"}, nil)
+	if msg := f.fails("create_automation", map[string]any{"key": "watch", "target": "noop", "files": []string{"src/**/*.go"}, "every": "30s", "owner": "session-7"}); !strings.Contains(msg, "cannot choose the owner") {
+		t.Errorf("create with an owner: %q; want it refused", msg)
+	}
+	if _, err := f.srv.p.Automations.Create(context.Background(), automations.CreateParams{Owner: "session-7", Spec: automations.Spec{Key: "watch", Target: "noop", Files: []string{"src/**/*.go"}, Every: "30s"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	var run runs.Run
 	f.ok("launch_run", map[string]any{"target": "noop"}, &run)
-	if run.Trigger.Kind != "mcp" || run.Trigger.Client != "Cursor" {
+	if run.Trigger.Kind != "mcp" || run.Trigger.Client != "Cursor" || run.Trigger.Principal != "agent:Cursor" {
 		t.Errorf("launch_run trigger %+v, want kind mcp from client Cursor", run.Trigger)
 	}
 

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/sessions"
@@ -51,9 +52,17 @@ type automationService interface {
 	Update(ctx context.Context, p automations.UpdateParams) (*store.Automation, error)
 	Delete(ctx context.Context, p automations.DeleteParams) (*store.Automation, error)
 	Trigger(ctx context.Context, p automations.TriggerParams) (*automations.FireReport, error)
+	Approve(ctx context.Context, ref string) (*store.Automation, error)
+	Reject(ctx context.Context, ref string) (*store.Automation, error)
+}
+
+// auditRecorder is what the tools use of *audit.Log.
+type auditRecorder interface {
+	Record(ctx context.Context, e audit.Entry)
 }
 
 var (
+	_ auditRecorder     = (*audit.Log)(nil)
 	_ runEngine         = (*runs.Engine)(nil)
 	_ runStore          = (store.RunStore)(nil)
 	_ sessionManager    = (*sessions.Manager)(nil)

@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
+	"github.com/cairnhq/cairn/access"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/mcp/mcptest"
@@ -53,6 +55,9 @@ type fixtureOpts struct {
 	runStore runStore
 	// maxArchives is the sessions' archive retention (nil: the default).
 	maxArchives *int
+	// policy limits the agent; audit records its actions in the store.
+	policy *access.Policy
+	audit  bool
 }
 
 func setup(t testing.TB, o fixtureOpts) *fixture {
@@ -82,6 +87,11 @@ func setup(t testing.TB, o fixtureOpts) *fixture {
 	}
 	if o.runs != nil {
 		p.Runs, p.RunStore = o.runs, o.runStore
+	}
+	p.Policy = o.policy
+	p.Automations.(*automations.Service).Policy = o.policy
+	if o.audit {
+		p.Audit = &audit.Log{Store: st}
 	}
 	f.srv = New(p)
 	if o.ignorePings {

@@ -14,6 +14,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cairnhq/cairn/access"
 )
 
 // serverName is the name the server gives in its initialize answer.
@@ -38,6 +40,10 @@ type Params struct {
 	Sessions sessionManager
 	// Automations is the automation service (an *automations.Service).
 	Automations automationService
+	// Policy is what agents may do (nil: the defaults of package access).
+	Policy *access.Policy
+	// Audit records agent actions (nil: none recorded).
+	Audit auditRecorder
 	// Log receives the server's own diagnostics (never stdout). Default:
 	// discard.
 	Log *slog.Logger
@@ -66,6 +72,8 @@ type Server struct {
 
 	clientsMu sync.Mutex
 	clients   map[string]mcpgo.Implementation // session id -> initialize clientInfo
+	conns     connections
+	elicit    *elicitor
 }
 
 // New builds a Server over the domain services in p.
@@ -91,6 +99,7 @@ func New(p Params) *Server {
 		version = "dev"
 	}
 	s.subs = newSubscriptions(s)
+	s.elicit = newElicitor(s)
 
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcpgo.InitializeRequest, _ *mcpgo.InitializeResult) {
@@ -98,6 +107,7 @@ func New(p Params) *Server {
 			s.clientsMu.Lock()
 			s.clients[sess.SessionID()] = req.Params.ClientInfo
 			s.clientsMu.Unlock()
+			s.conns.open(sess.SessionID())
 		}
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
@@ -121,6 +131,7 @@ func New(p Params) *Server {
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
+		server.WithToolHandlerMiddleware(s.auditTool),
 		server.WithToolHandlerMiddleware(s.recoverTool),
 		server.WithResourceHandlerMiddleware(s.recoverResource),
 		server.WithInputSchemaValidation(),
@@ -135,13 +146,18 @@ func New(p Params) *Server {
 func (s *Server) Start(ctx context.Context) error { return s.subs.start(ctx) }
 
 // Close stops the resource watcher and waits for it. It is idempotent.
-func (s *Server) Close() { s.subs.stop() }
+func (s *Server) Close() {
+	s.subs.stop()
+	s.elicit.wait()
+}
 
 // forgetSession drops what the server keeps for a session that ended.
 func (s *Server) forgetSession(id string) {
 	s.clientsMu.Lock()
 	delete(s.clients, id)
 	s.clientsMu.Unlock()
+	s.conns.close(id)
+	s.elicit.forget(id)
 	s.subs.removeSession(id)
 }
 
@@ -253,6 +269,7 @@ func handler[In any, Out any](fn func(ctx context.Context, c *call, in In) (Out,
 		}
 		out, err := fn(ctx, newCall(ctx, req), in)
 		if err != nil {
+			noteRefusal(ctx, err)
 			return errorResult(toolErrorText(req.Params.Name, err)), nil
 		}
 		budget := DefaultReplyBytes

@@ -218,6 +218,7 @@ func (w *subscriptions) loop(ctx context.Context) {
 		case <-w.kick:
 		}
 		w.check(ctx)
+		w.srv.elicit.check(ctx)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
+	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/store"
@@ -19,12 +21,8 @@ func (s *Server) automations() (automationService, error) {
 	return s.p.Automations, nil
 }
 
-// ownerPrefix starts the owner of automations created over MCP.
-const ownerPrefix = "mcp:"
-
-// ownerFor is the owner of automations the caller creates: the explicit
-// owner when given, else mcp:<client name> with the name reduced to id
-// characters.
+// ownerFor is whose automations a listing shows: the caller's own, or
+// the owner asked for.
 func (s *Server) ownerFor(ctx context.Context, explicit string) (string, error) {
 	if explicit != "" {
 		if err := validateID("owner", "owner", explicit); err != nil {
@@ -32,33 +30,7 @@ func (s *Server) ownerFor(ctx context.Context, explicit string) (string, error) 
 		}
 		return explicit, nil
 	}
-	return ownerPrefix + sanitizeName(s.clientName(ctx)), nil
-}
-
-// sanitizeName maps a client name ("Claude Code") to id characters
-// ("Claude-Code"); an empty name becomes "unknown".
-func sanitizeName(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.'
-		if ok {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= maxOwnerLen-len(ownerPrefix)-1 {
-			break
-		}
-	}
-	out := strings.Trim(b.String(), "-.")
-	out = strings.ReplaceAll(out, "..", ".")
-	if out == "" {
-		return "unknown"
-	}
-	return out
+	return string(s.principal(ctx)), nil
 }
 
 type listAutomationsIn struct {
@@ -77,7 +49,8 @@ type automationsOut struct {
 
 func (s *Server) listAutomationsTool() server.ServerTool {
 	return newTool("list_automations", "List automations",
-		"List automations with their trigger, state and history (last start, last finish, last status, next due), by owner then key. By default only the ones this client created (owner mcp:<client name>); all=true lists every automation, including those declared in workflow files (owner config). "+
+		"List automations with their trigger, state and history (last start, last finish, last status, next due), by owner then key. By default only the ones this client created (owner agent:<client name>); all=true lists every automation, including a person's (owner human) and those declared in workflow files (owner config). "+
+			"approval=pending marks one waiting for a person's approval (mcp-host automations approve KEY): it fires nothing until then. "+
 			"Pages: pass next_cursor back as cursor to continue.",
 		object(nil, withBudget(obj{
 			"all":    boolean("List every automation, whoever owns it."),
@@ -209,7 +182,7 @@ func (s *Server) createAutomationTool() server.ServerTool {
 			"key":    idArg("Your name for the automation, unique per owner."),
 			"target": idArg("Workflow to launch."),
 			"input":  openObject("Input object for each run."),
-			"owner":  idArg("Owner to record instead of mcp:<client name>."),
+			"owner":  idArg("Not accepted: the owner is always the calling agent. Leave it out."),
 		}))),
 		outputSchema[createAutomationOut](),
 		hints{idempotent: true},
@@ -224,9 +197,9 @@ func (s *Server) createAutomationTool() server.ServerTool {
 			if err := validateID("target name", "target", in.Target); err != nil {
 				return nil, err
 			}
-			owner, err := s.ownerFor(ctx, in.Owner)
-			if err != nil {
-				return nil, err
+			by := s.principal(ctx)
+			if in.Owner != "" && in.Owner != string(by) {
+				return nil, &access.RefusedError{Key: access.KeyEditOthers, Reason: fmt.Sprintf("an agent cannot choose the owner of an automation (asked for %q): it owns what it creates (%s); no setting changes that", in.Owner, by)}
 			}
 			when, err := in.when()
 			if err != nil {
@@ -235,13 +208,17 @@ func (s *Server) createAutomationTool() server.ServerTool {
 			if string(in.Input) == "null" {
 				in.Input = nil
 			}
-			res, err := as.Create(ctx, automations.CreateParams{Owner: owner, Spec: automations.Spec{
+			res, err := as.Create(ctx, automations.CreateParams{By: by, Spec: automations.Spec{
 				Key: in.Key, Target: in.Target, Input: in.Input,
 				Cron: when.Cron, TZ: when.TZ, Every: when.Every, Files: when.Files, URL: when.URL,
 				Overlap: in.Overlap, Missed: in.Missed,
 			}})
 			if err != nil {
 				return nil, err
+			}
+			noteSubject(ctx, res.Automation.ID)
+			if res.Created {
+				s.elicit.followApproval(ctx, res.Automation)
 			}
 			return &createAutomationOut{Automation: newAutomation(res.Automation), Created: res.Created}, nil
 		}))
@@ -275,7 +252,8 @@ func (s *Server) updateAutomationTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			u := automations.UpdateParams{Ref: in.ID, Target: in.Target, Overlap: in.Overlap, Missed: in.Missed, Enabled: in.Enabled, Note: in.Note}
+			noteSubject(ctx, in.ID)
+			u := automations.UpdateParams{Ref: in.ID, By: s.principal(ctx), Target: in.Target, Overlap: in.Overlap, Missed: in.Missed, Enabled: in.Enabled, Note: in.Note}
 			if in.Target != nil {
 				if err := validateID("target name", "target", *in.Target); err != nil {
 					return nil, err
@@ -295,6 +273,7 @@ func (s *Server) updateAutomationTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
+			s.elicit.followApproval(ctx, a)
 			return newAutomation(a), nil
 		}))
 }
@@ -329,7 +308,8 @@ func (s *Server) deleteAutomationTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := as.Delete(ctx, automations.DeleteParams{Ref: in.ID}); err != nil {
+			noteSubject(ctx, in.ID)
+			if _, err := as.Delete(ctx, automations.DeleteParams{Ref: in.ID, By: s.principal(ctx)}); err != nil {
 				return nil, err
 			}
 			return &deletedOut{ID: in.ID, Deleted: true}, nil
@@ -347,7 +327,8 @@ func (s *Server) triggerAutomationTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			rep, err := as.Trigger(ctx, automations.TriggerParams{Ref: in.ID})
+			noteSubject(ctx, in.ID)
+			rep, err := as.Trigger(ctx, automations.TriggerParams{Ref: in.ID, By: s.principal(ctx)})
 			if err != nil {
 				return nil, err
 			}

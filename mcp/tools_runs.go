@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/internal/page"
 	"github.com/cairnhq/cairn/mcp/transport"
@@ -102,6 +103,8 @@ func (s *Server) listTargetsTool() server.ServerTool {
 			if in.Cursor == "" {
 				out.Problems = fitProblems(all.Problems, room/4)
 				room -= page.JSONLen(out.Problems)
+				out.Warnings = fitProblems(all.Warnings, room/4)
+				room -= page.JSONLen(out.Warnings)
 			}
 			out.Targets, out.NextCursor, err = page.Slice(all.Targets, func(t target) string { return t.Name }, in.Cursor, cmp.Or(in.Limit, 100), room,
 				func(t target) string { return "target " + t.Name })
@@ -142,10 +145,16 @@ func (s *Server) launchRunTool() server.ServerTool {
 			if len(in.Input) > 0 && string(in.Input) == "null" {
 				in.Input = nil
 			}
-			run, err := rs.Launch(ctx, runs.LaunchParams{Target: in.Target, Input: in.Input, Trigger: store.Trigger{Kind: "mcp", Client: s.clientName(ctx)}})
+			by := s.principal(ctx)
+			if err := s.p.Policy.CanLaunch(by, in.Target); err != nil {
+				return nil, err
+			}
+			run, err := rs.Launch(ctx, runs.LaunchParams{Target: in.Target, Input: in.Input, Trigger: store.Trigger{Kind: "mcp", Client: s.clientName(ctx), Principal: string(by)}})
 			if err != nil {
 				return nil, err
 			}
+			noteSubject(ctx, run.ID)
+			s.elicit.follow(ctx, run.ID)
 			s.subs.poke()
 			if wait <= 0 {
 				return run, nil
@@ -331,7 +340,8 @@ type answerIn struct {
 
 func (s *Server) answerRunTool() server.ServerTool {
 	return newTool("answer_run", "Answer a parked run",
-		"Answer the question a waiting run asks (get_run shows it under question), so the run goes on. When the question lists choices, answer with one of them. The run then continues executing its remaining steps. Answering a run that is not waiting fails and says its status.",
+		"Answer the question a waiting run asks (get_run shows it under question), so the run goes on. When the question lists choices, answer with one of them. The run then continues executing its remaining steps. Answering a run that is not waiting fails and says its status. "+
+			"Questions for a person (question.for = human, or a step that may or may not have run) are refused: the person answers them (mcp-host answer, or the client's prompt). By default agents answer only runs they launched (policy agents.answer).",
 		object([]string{"run_id", "answer"}, obj{
 			"run_id": idArg("The waiting run's id."),
 			"answer": str("The answer: one of the question's choices when it has some.", maxAnswerLen),
@@ -343,7 +353,18 @@ func (s *Server) answerRunTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			run, err := rs.Answer(ctx, runs.AnswerParams{RunID: in.RunID, Answer: in.Answer})
+			noteSubject(ctx, in.RunID)
+			by := s.principal(ctx)
+			cur, err := rs.Get(ctx, in.RunID)
+			if err != nil {
+				return nil, err
+			}
+			if q := cur.Question; q != nil {
+				if err := s.p.Policy.CanAnswer(by, access.Question{HumanOnly: q.HumanOnly(), Launcher: launcher(cur.Trigger)}); err != nil {
+					return nil, err
+				}
+			}
+			run, err := rs.Answer(ctx, runs.AnswerParams{RunID: in.RunID, Answer: in.Answer, By: string(by)})
 			if err == nil {
 				s.subs.poke()
 			}
@@ -362,12 +383,26 @@ func (s *Server) cancelRunTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
+			noteSubject(ctx, in.RunID)
 			run, err := rs.Cancel(ctx, in.RunID)
 			if err == nil {
 				s.subs.poke()
 			}
 			return run, err
 		}))
+}
+
+// launcher is the principal that launched a run: its recorded
+// principal, else (runs from before principals) the MCP client's agent,
+// else a person.
+func launcher(t store.Trigger) access.Principal {
+	switch {
+	case t.Principal != "":
+		return access.Of(t.Principal)
+	case t.Kind == "mcp":
+		return access.Agent(t.Client)
+	}
+	return access.Human
 }
 
 // runsFor is the run engine, for a call about the run id (validated).

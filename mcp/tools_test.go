@@ -12,6 +12,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/mcp/mcptest"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
@@ -273,7 +274,7 @@ func TestEveryTool(t *testing.T) {
 
 	var created createAutomationOut
 	call("create_automation", map[string]any{"key": "nightly", "target": "noop", "cron": "0 3 * * *", "tz": "Europe/Paris"}, &created)
-	if !created.Created || created.Automation.Owner != "mcp:Claude-Code" {
+	if !created.Created || created.Automation.Owner != "agent:Claude-Code" {
 		t.Errorf("create_automation: %+v", created.Automation)
 	}
 	var again createAutomationOut
@@ -281,11 +282,16 @@ func TestEveryTool(t *testing.T) {
 	if again.Created || again.Automation.ID != created.Automation.ID {
 		t.Errorf("create_automation again: %+v", again)
 	}
-	call("create_automation", map[string]any{"key": "other", "target": "noop", "every": "1h", "owner": "someone-else"}, nil)
+	if msg := f.fails("create_automation", map[string]any{"key": "other", "target": "noop", "every": "1h", "owner": "someone-else"}); !strings.Contains(msg, "cannot choose the owner") || !strings.Contains(msg, "agents.") {
+		t.Errorf("create_automation with an owner: %q; want it refused, naming the policy key", msg)
+	}
+	if _, err := f.srv.p.Automations.Create(context.Background(), automations.CreateParams{Owner: "human", Spec: automations.Spec{Key: "other", Target: "noop", Every: "1h"}}); err != nil {
+		t.Fatal(err)
+	}
 	var mine, all automationsOut
 	call("list_automations", nil, &mine)
 	call("list_automations", map[string]any{"all": true}, &all)
-	if len(mine.Automations) != 1 || len(all.Automations) != 2 || mine.Owner != "mcp:Claude-Code" {
+	if len(mine.Automations) != 1 || len(all.Automations) != 2 || mine.Owner != "agent:Claude-Code" {
 		t.Errorf("list_automations: mine %d (owner %s), all %d", len(mine.Automations), mine.Owner, len(all.Automations))
 	}
 	var fired fire
@@ -467,30 +473,6 @@ func TestResourceSubscription(t *testing.T) {
 	for _, m := range f.client.Messages()[before:] {
 		if updated(runURI(run.ID))(m) && m.Index <= last.Index {
 			t.Errorf("update after unsubscribe: %s", m.Raw)
-		}
-	}
-}
-
-func TestSanitizeName(t *testing.T) {
-	t.Parallel()
-	cases := map[string]string{
-		"Claude Code":                "Claude-Code",
-		"":                           "unknown",
-		"  ":                         "unknown",
-		"cursor/1.0":                 "cursor-1.0",
-		"../../x":                    "x",
-		"a..b":                       "a.b",
-		"vscode (insiders)":          "vscode-insiders",
-		strings.Repeat("é", 10):      "unknown",
-		strings.Repeat("a", 300):     strings.Repeat("a", maxOwnerLen-len(ownerPrefix)-1),
-		"mcp-client@2025 — beta-ish": "mcp-client-2025-beta-ish",
-	}
-	for in, want := range cases {
-		if got := sanitizeName(in); got != want {
-			t.Errorf("sanitizeName(%q) = %q, want %q", in, got, want)
-		}
-		if err := validateID("owner", "owner", ownerPrefix+sanitizeName(in)); err != nil {
-			t.Errorf("owner for %q is not a valid id: %v", in, err)
 		}
 	}
 }

@@ -30,6 +30,7 @@ type deletedOut struct {
 type targetList struct {
 	Targets    []target `json:"targets"`
 	Problems   []string `json:"problems,omitempty" jsonschema:"Load errors of workflow files that did not load (file, line, field), on the first page."`
+	Warnings   []string `json:"warnings,omitempty" jsonschema:"Problems of workflows that load (file, line, field): a shell step interpolating input without shellQuote, on the first page."`
 	NextCursor string   `json:"next_cursor,omitempty" jsonschema:"More targets follow: pass it back as cursor."`
 }
 
@@ -49,9 +50,13 @@ func newTargetList(t runs.Targets) *targetList {
 		for _, tr := range wf.On {
 			tg.Triggers = append(tg.Triggers, describeTrigger(tr))
 		}
+		for _, w := range wf.Warnings {
+			out.Warnings = append(out.Warnings, w.Error())
+		}
 		out.Targets = append(out.Targets, tg)
 	}
 	slices.SortFunc(out.Targets, func(x, y target) int { return strings.Compare(x.Name, y.Name) })
+	slices.Sort(out.Warnings)
 	for _, p := range problems {
 		out.Problems = append(out.Problems, p.Error())
 	}
@@ -154,6 +159,7 @@ type automation struct {
 	// Schedule is the trigger as people read it.
 	Schedule  string    `json:"schedule,omitempty" jsonschema:"The trigger as people read it (\"cron 0 3 * * 1-5 (Europe/Paris)\")."`
 	Source    string    `json:"source,omitempty"`
+	Approval  string    `json:"approval,omitempty" jsonschema:"pending while it waits for a person's approval (mcp-host automations approve KEY); it fires nothing until then."`
 	History   *history  `json:"history,omitempty"`
 	Revision  int64     `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
@@ -178,7 +184,7 @@ func newAutomation(a *store.Automation) *automation {
 	return &automation{
 		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Input: a.Input, Trigger: a.Trigger,
 		Enabled: a.Enabled, Note: a.Note, Overlap: a.Overlap, Missed: a.Missed,
-		Schedule: automations.Describe(a.Trigger), Source: a.Source,
+		Schedule: automations.Describe(a.Trigger), Source: a.Source, Approval: a.Approval,
 		History: &history{
 			LastStart: st.LastStart, LastFinish: st.LastFinish, LastStatus: st.LastStatus,
 			LastRunID: st.LastRunID, NextDue: st.NextDue, Fires: st.Fires, Skipped: st.Skipped,

@@ -61,7 +61,8 @@ type Report struct {
 	// Operations counts the write operation ids forgotten (older than
 	// OperationsKept; see store.SpaceReclaimer).
 	Operations int64        `json:"operations_pruned,omitempty"`
-	Space      *store.Space `json:"space,omitempty"` // what the database gave back
+	Audit      int64        `json:"audit_deleted,omitempty"` // audit entries older than MaxAge
+	Space      *store.Space `json:"space,omitempty"`         // what the database gave back
 }
 
 // OperationsKept is how long the ids of committed write operations are
@@ -107,6 +108,9 @@ func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 	if err := c.sweepOrphans(ctx, dryRun, &rep); err != nil {
 		return rep, err
 	}
+	if err := c.collectAudit(ctx, dryRun, &rep); err != nil {
+		return rep, err
+	}
 	rc, ok := c.opts.Store.(store.SpaceReclaimer)
 	if dryRun || !ok {
 		return rep, nil
@@ -116,7 +120,7 @@ func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if len(rep.Deleted) > 0 || pruned > 0 {
+	if len(rep.Deleted) > 0 || pruned > 0 || rep.Audit > 0 {
 		sp, err := rc.ReclaimSpace(ctx)
 		if err != nil {
 			return rep, err

@@ -1,9 +1,11 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
+	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/internal/text"
 
 	"github.com/cairnhq/cairn/internal/ids"
@@ -17,6 +19,22 @@ type AnswerParams struct {
 	// meant for an earlier question is refused).
 	QuestionID string
 	Answer     string
+	// By is who answers: "human" or "" for a person (the CLI, an
+	// elicitation answer), "agent:<client>" for an agent, which cannot
+	// answer a question for a person (a *HumanQuestionError). It is
+	// written in the journal's answer record.
+	By string
+}
+
+// HumanQuestionError refuses an agent's answer to a question only a
+// person may answer (for: human, or a step that may or may not have run).
+type HumanQuestionError struct {
+	RunID string
+	By    string
+}
+
+func (e *HumanQuestionError) Error() string {
+	return fmt.Sprintf("answer run %s: the question is for a person, not %s: answer it with mcp-host answer %s <answer>, or in the client's prompt when it offers one", e.RunID, e.By, e.RunID)
 }
 
 // maxAnswer bounds an answer's length.
@@ -42,6 +60,9 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Run, error) {
 	if p.QuestionID != "" && p.QuestionID != q.ID {
 		return nil, fmt.Errorf("answer run %s: question %s is no longer open (the open one is %s)", r.ID, p.QuestionID, q.ID)
 	}
+	if q.HumanOnly() && access.Principal(p.By).IsAgent() {
+		return nil, &HumanQuestionError{RunID: r.ID, By: p.By}
+	}
 	if err := checkAnswer(r.ID, p.Answer, q.Choices); err != nil {
 		return nil, err
 	}
@@ -49,7 +70,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.appendRecord(r.ID, Record{Type: RecordAnswer, PID: e.pid, Step: q.Step, Text: p.Answer, Question: q})
+	e.appendRecord(r.ID, Record{Type: RecordAnswer, PID: e.pid, Step: q.Step, Text: p.Answer, Question: q, By: cmp.Or(p.By, "human")})
 	e.changed(r.ID)
 	e.kickLoop()
 	return e.view(ctx, r, true)

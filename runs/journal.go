@@ -50,8 +50,10 @@ type Record struct {
 	Status   string          `json:"status,omitempty"`
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Question *store.Question `json:"question,omitempty"`
-	Result   json.RawMessage `json:"result,omitempty"`
-	Error    string          `json:"error,omitempty"`
+	// By is who answered (an answer record): "human" or "agent:<client>".
+	By     string          `json:"by,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
 	// File is the output file of a step with output: file (RecordOutputFile).
 	File string `json:"file,omitempty"`
 }

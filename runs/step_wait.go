@@ -106,7 +106,7 @@ func (x *execution) askStep(st *workflows.Step, pos int, en *store.LedgerEntry) 
 		if err != nil {
 			return x.failStep(st, pos, "ask: "+err.Error())
 		}
-		q := &store.Question{ID: ids.New("q"), Text: text, Choices: st.Ask.Choices, Kind: "ask", Step: st.ID, Position: pos, AskedAt: now}
+		q := &store.Question{ID: ids.New("q"), Text: text, Choices: st.Ask.Choices, Kind: "ask", For: st.Ask.For, Step: st.ID, Position: pos, AskedAt: now}
 		if st.Timeout > 0 {
 			q.Deadline = now.Add(st.Timeout).Truncate(time.Millisecond)
 		}
@@ -127,7 +127,7 @@ func (x *execution) askStep(st *workflows.Step, pos int, en *store.LedgerEntry) 
 		if err != nil {
 			return x.failStep(st, pos, "ask: "+err.Error())
 		}
-		q = &store.Question{ID: ids.New("q"), Text: text, Choices: st.Ask.Choices, Kind: "ask", Step: st.ID, Position: pos, AskedAt: now}
+		q = &store.Question{ID: ids.New("q"), Text: text, Choices: st.Ask.Choices, Kind: "ask", For: st.Ask.For, Step: st.ID, Position: pos, AskedAt: now}
 	}
 	if !q.Deadline.IsZero() && !now.Before(q.Deadline) {
 		if !st.Ask.HasDefault {

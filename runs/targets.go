@@ -44,7 +44,8 @@ type Targets interface {
 func DirTargets(dir string) Targets { return &dirTargets{dir: dir} }
 
 type dirTargets struct {
-	dir string
+	dir   string
+	check func(*workflows.Workflow) error // nil: every workflow that parses
 
 	mu   sync.Mutex
 	snap *Workflows // nil until loaded
@@ -53,11 +54,12 @@ type dirTargets struct {
 // Workflows is one load of a workflows folder; immutable once built, so
 // it is safe to share.
 type Workflows struct {
-	dir    string
-	stamps dirStamps
-	byName map[string]*workflows.Workflow
-	errs   []error
-	loads  uint64 // which load of its loader this is
+	dir     string
+	stamps  dirStamps
+	byName  map[string]*workflows.Workflow
+	errs    []error
+	loads   uint64           // which load of its loader this is
+	refused map[string]error // workflows that parse but the check refused
 }
 
 // dirStamps is what the folder and its workflow files looked like, stat'ed
@@ -117,13 +119,16 @@ func (d *dirTargets) Snapshot() *Workflows {
 	if d.snap != nil {
 		n = d.snap.loads + 1
 	}
-	d.snap = load(d.dir)
+	d.snap = load(d.dir, d.check)
 	d.snap.loads = n
 	return d.snap
 }
 
 // Target returns the workflow named name (see Targets.Target).
 func (w *Workflows) Target(name string) (*workflows.Workflow, error) {
+	if err, ok := w.refused[name]; ok {
+		return nil, err
+	}
 	if wf, ok := w.byName[name]; ok {
 		return wf, nil
 	}
@@ -258,8 +263,9 @@ func Fingerprint(dir string) (string, error) {
 // load stats the folder and its workflow files, then loads them: a change
 // made while loading shows as a stale stamp, and the next call loads
 // again.
-func load(dir string) *Workflows {
+func load(dir string, check func(*workflows.Workflow) error) *Workflows {
 	w := &Workflows{dir: dir, stamps: stampDir(dir)}
 	w.byName, w.errs = workflows.LoadDir(dir)
+	w.refuse(check)
 	return w
 }

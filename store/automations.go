@@ -36,6 +36,11 @@ const (
 // OwnerConfig owns the automations synced from workflow files.
 const OwnerConfig = "config"
 
+// ApprovalPending marks an automation (Approval) an agent created or
+// changed under the approve policy: it stays disabled until a person
+// approves it.
+const ApprovalPending = "pending"
+
 // FireHistory is how many fires per automation ListFires returns; older
 // ones are pruned (a backend may keep up to twice as many between prunes).
 const FireHistory = 10
@@ -56,7 +61,10 @@ type Automation struct {
 	Overlap string            `json:"overlap"`
 	Missed  string            `json:"missed"` // a schedule.Missed policy
 	// Source is the workflow file an OwnerConfig automation comes from.
-	Source    string          `json:"source,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Approval is ApprovalPending while the automation waits for a
+	// person's approval (it is then disabled), else "".
+	Approval  string          `json:"approval,omitempty"`
 	Revision  int64           `json:"revision"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`

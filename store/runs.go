@@ -42,6 +42,9 @@ type Trigger struct {
 	Client       string    `json:"client,omitempty"` // kind mcp: the MCP client's name
 	AutomationID string    `json:"automation_id,omitempty"`
 	Nominal      time.Time `json:"nominal,omitzero"` // the automation's planned time
+	// Principal launched the run: "human", "agent:<client>" or, for a
+	// fire, the automation's owner. Empty on runs from before principals.
+	Principal string `json:"principal,omitempty"`
 }
 
 // Question is what a waiting run asks. It is stored with the run while the
@@ -53,6 +56,9 @@ type Question struct {
 	// Kind is "ask" (an ask step) or "ambiguous" (a step that may or may
 	// not have run: retry, skip or fail).
 	Kind string `json:"kind"`
+	// For is "human" when only a person may answer (QuestionForHuman);
+	// an ambiguous question is always a person's.
+	For string `json:"for,omitempty"`
 	// Step and Position name the ledger entry the answer is written to.
 	Step     string    `json:"step"`
 	Position int       `json:"position"`
@@ -61,6 +67,12 @@ type Question struct {
 	// (an ask step with a timeout).
 	Deadline time.Time `json:"deadline,omitzero"`
 }
+
+// QuestionForHuman is Question.For of a question only a person answers.
+const QuestionForHuman = "human"
+
+// HumanOnly reports whether only a person may answer q.
+func (q *Question) HumanOnly() bool { return q.For == QuestionForHuman || q.Kind == "ambiguous" }
 
 // Run is one execution of a target.
 type Run struct {

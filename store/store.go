@@ -42,6 +42,7 @@ type Store interface {
 	SessionStore
 	LeaseStore
 	OutboxStore
+	AuditStore
 
 	// Outcome reports whether the write operation opID was committed. For
 	// an operation that is not in flight it is Committed or NotCommitted.

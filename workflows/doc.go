@@ -48,7 +48,8 @@
 //	shell: "script"              run with sh -c
 //	ask: "question"              park the run until answered; optional
 //	                             choices: [a, b], and timeout: 1h with
-//	                             default: a (the answer when nobody replies)
+//	                             default: a (the answer when nobody replies);
+//	                             for: human (only a person answers it)
 //	sleep: 10m                   durable wait
 //	http:                        a request; status and body are recorded
 //	  method: POST               default GET
@@ -138,7 +139,10 @@
 // An `if` whose type is known at load time must be boolean
 // (`if: ${{ steps.x.stdout }}` is refused: compare it with something).
 // shellQuote(s) quotes a value for a shell script; passing values through
-// env and "$NAME" is better still.
+// env and "$NAME" is better still. A shell: script that reads input
+// without shellQuote (number, integer and boolean inputs excepted) loads
+// with a warning naming its file and line (Workflow.Warnings, wrapping
+// ErrUnquotedShellInput): "$(id)" in an input would run.
 //
 // YAML tip: `key: ${{ a == "b" }}` needs no quotes, but a value holding
 // ": " (a map literal like {"k": v}) or starting with a quote must be

@@ -37,13 +37,14 @@ func Parse(name string, src []byte) (*Workflow, error) {
 		}
 		return nil, errors.Join(p.errs...)
 	}
+	w.Warnings = p.warns
 	return w, nil
 }
 
 var (
 	topKeys  = []string{"name", "description", "input", "steps", "result", "on", "finally"}
 	kindKeys = []string{"exec", "shell", "ask", "sleep", "http"}
-	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default", "continue_on_error", "output"}, kindKeys...)
+	stepKeys = append([]string{"id", "if", "timeout", "retry", "safe_to_repeat", "env", "dir", "choices", "default", "continue_on_error", "output", "for"}, kindKeys...)
 	// keys that only some kinds take; the others are errors, so that a
 	// misplaced key is not silently ignored.
 	keyKinds = map[string][]StepKind{
@@ -54,6 +55,7 @@ var (
 		"output":  {KindExec, KindShell},
 		"choices": {KindAsk},
 		"default": {KindAsk},
+		"for":     {KindAsk},
 	}
 	httpKeys  = []string{"method", "url", "headers", "body", "expect_status"}
 	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -62,10 +64,12 @@ var (
 )
 
 type parser struct {
-	file  string
-	errs  []error
-	known map[string]bool // step ids declared in the file
-	lines map[string]int  // the line of each id in known
+	file   string
+	errs   []error
+	warns  []*Error        // problems that do not stop the load (shell_lint.go)
+	known  map[string]bool // step ids declared in the file
+	lines  map[string]int  // the line of each id in known
+	schema []byte          // the input schema as JSON, once parsed
 }
 
 type entry struct{ key, val *yaml.Node }
@@ -135,6 +139,7 @@ func (p *parser) workflow(src []byte) *Workflow {
 	}
 	if e, ok := m["input"]; ok {
 		p.input(w, e.val)
+		p.schema = w.schemaJSON
 	}
 	if e, ok := m["steps"]; ok {
 		w.Steps = p.steps(e.val, "steps")

@@ -116,6 +116,7 @@ func (p *parser) step(list string, i int, n *yaml.Node, id string) *Step {
 	case KindShell:
 		if _, ok := p.nonEmptyRaw(body, field); ok {
 			st.Shell = p.secretTemplate(body, field)
+			p.lintShell(body, field, p.schema)
 		}
 	case KindAsk:
 		p.askStep(st, m, body, label)
@@ -225,6 +226,15 @@ func (p *parser) askStep(st *Step, m map[string]entry, body *yaml.Node, label st
 			seen[c] = true
 		}
 		st.Ask.Choices = choices
+	}
+	if e, ok := m["for"]; ok {
+		f := join(label, "for")
+		if v, ok := p.str(e.val, f); ok {
+			if v != AskForHuman {
+				p.failf(e.val.Line, f, "%q is not who may answer: write `for: human` (only a person answers), or leave it out (agents may answer too)", shorten(v))
+			}
+			st.Ask.For = v
+		}
 	}
 	if e, ok := m["default"]; ok {
 		f := join(label, "default")

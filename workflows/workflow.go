@@ -25,6 +25,10 @@ type Workflow struct {
 	// Source as the run's literals; Parse(File, Source) gives the same
 	// workflow back, whatever the file on disk says by then.
 	Source []byte
+	// Warnings are problems that do not stop the workflow from loading,
+	// in line order: a shell: step interpolating input without shellQuote
+	// (wrapping ErrUnquotedShellInput).
+	Warnings []*Error
 
 	schemaJSON []byte             // the input schema as JSON; nil when none
 	schema     *jsonschema.Schema // compiled input schema; nil when none
@@ -108,7 +112,14 @@ type Ask struct {
 	// only set (HasDefault) together with a timeout.
 	Default    string
 	HasDefault bool
+	// For is AskForHuman when only a person may answer (`for: human`):
+	// agents' answers are refused, and a client that offers elicitation
+	// asks its user.
+	For string
 }
+
+// AskForHuman is Ask.For of a question for a person.
+const AskForHuman = "human"
 
 // HTTPRequest is an http step.
 type HTTPRequest struct {

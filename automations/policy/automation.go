@@ -74,6 +74,7 @@ func ApplyUpdate(cur, next *store.Automation, now time.Time) *store.Automation {
 	out.Overlap = next.Overlap
 	out.Missed = next.Missed
 	out.Source = next.Source
+	out.Approval = next.Approval
 	out.Revision = cur.Revision + 1
 	now = store.Millis(store.At(now))
 	out.UpdatedAt = now

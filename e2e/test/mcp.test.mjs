@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -58,17 +59,6 @@ async function callError(name, args) {
   return res.content[0].text;
 }
 
-// until polls fn until it returns a truthy value (a bounded loop: it turns a
-// hang into a failure, it is not a timed assertion).
-async function until(what, fn, { tries = 600, every = 100 } = {}) {
-  for (let i = 0; i < tries; i++) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, every));
-  }
-  assert.fail(`gave up waiting for ${what}`);
-}
-
 before(async () => {
   mkdirSync(join(workspace, '.cairn', 'workflows'), { recursive: true });
   mkdirSync(state, { recursive: true, mode: 0o700 });
@@ -89,29 +79,9 @@ before(async () => {
   await client.connect(transport);
 });
 
-// stopWorkers stops the background workers that serve or `mcp-host answer`
-// started for the test workspace (they would idle a minute before exiting).
-async function stopWorkers() {
-  let status;
-  try {
-    status = JSON.parse(execFileSync(bin, ['--json', 'status'], { cwd: workspace, env: env(), stdio: ['ignore', 'pipe', 'ignore'] }).toString());
-  } catch {
-    return;
-  }
-  for (const ws of status.workspaces ?? []) {
-    const pid = ws.worker?.pid;
-    if (!pid) continue;
-    try { process.kill(pid, 'SIGTERM'); } catch { continue; }
-    for (let i = 0; i < 200; i++) {
-      try { process.kill(pid, 0); } catch { break; }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 after(async () => {
   await client?.close();
-  if (bin) await stopWorkers();
+  if (bin) await stopWorkers(bin, workspace, env());
   if (clientErrors.length > 0) {
     // Surface errors that arrived after the last test checked.
     console.error('client errors:', clientErrors.map(String));
@@ -230,11 +200,13 @@ test('a running run is cancelled', async () => {
 test('automations go through create, list, update, trigger and delete', async () => {
   const { automation, created } = await call('create_automation', { key: 'nightly-hello', target: 'hello', cron: '0 3 * * 1-5', tz: 'Europe/Paris', input: { who: 'cron' } });
   assert.equal(created, true);
-  assert.equal(automation.owner, 'mcp:cairn-e2e');
+  assert.equal(automation.owner, 'agent:cairn-e2e');
   const same = await call('create_automation', { key: 'nightly-hello', target: 'hello', cron: '0 3 * * 1-5', tz: 'Europe/Paris', input: { who: 'cron' } });
   assert.equal(same.created, false);
   assert.equal(same.automation.id, automation.id);
-  await call('create_automation', { key: 'someone-elses', target: 'hello', every: '1h', owner: 'another-session' });
+  const chosen = await callError('create_automation', { key: 'someone-elses', target: 'hello', every: '1h', owner: 'another-session' });
+  assert.match(chosen, /cannot choose the owner/);
+  execFileSync(bin, ['automations', 'create', '--key', 'someone-elses', '--target', 'hello', '--every', '1h', '--owner', 'another-session'], { cwd: workspace, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
 
   const mine = await call('list_automations');
   assert.deepEqual(mine.automations.map((a) => a.key), ['nightly-hello']);

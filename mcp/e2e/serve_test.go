@@ -188,7 +188,7 @@ func TestEveryTool(t *testing.T) {
 		Created bool `json:"created"`
 	}
 	tb.ok("create_automation", map[string]any{"key": "nightly", "target": "noop", "cron": "0 3 * * *", "tz": "UTC"}, &created)
-	if !created.Created || created.Automation.Owner != "mcp:go-e2e" {
+	if !created.Created || created.Automation.Owner != "agent:go-e2e" {
 		t.Errorf("create_automation: %+v", created)
 	}
 	var list struct {

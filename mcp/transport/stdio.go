@@ -79,6 +79,8 @@ type stdioConn struct {
 	syncSeq     int64
 	syncPending map[string]chan struct{}
 	syncMissed  atomic.Int32 // sync pings in a row the client let time out
+	// Server-to-client requests (see client_request.go).
+	clientReqs clientRequests
 }
 
 func newStdioConn(s *endpoint, out io.Writer) *stdioConn {
@@ -121,6 +123,7 @@ func (c *stdioConn) serve(ctx context.Context, in io.Reader) error {
 	cancel(errClientGone)
 	close(c.fwdStop)
 	<-c.fwdDone
+	c.clientReqs.close()
 	close(c.queue)
 	<-c.writerDone
 
@@ -199,8 +202,11 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 	hasID := head.hasID()
 	if head.Method == nil {
 		if hasID {
-			// A response to a server-initiated request: our sync pings.
-			c.syncAnswered(head.ID)
+			// A response to a server-initiated request: a sync ping, or
+			// one sent by request.
+			if !c.clientAnswered(head.ID, trimmed) {
+				c.syncAnswered(head.ID)
+			}
 			return
 		}
 		c.enqueue(errorLine(json.RawMessage("null"), mcpgo.INVALID_REQUEST, "Invalid Request: a message needs a method"))

@@ -24,6 +24,8 @@ type Store struct {
 	sessions sessionsData
 	leases   map[string]store.Lease // by name; see leases.go
 	outbox   outboxData
+	audit    []*store.AuditEntry // by Seq
+	auditSeq int64
 }
 
 // New returns an empty store.

@@ -12,15 +12,15 @@ import (
 	"github.com/cairnhq/cairn/store"
 )
 
-const automationColumns = "id, owner, key, target, input, trigger, enabled, note, overlap, missed, source, revision, created_at, updated_at, state"
+const automationColumns = "id, owner, key, target, input, trigger, enabled, note, overlap, missed, source, revision, created_at, updated_at, state, approval"
 
 var (
-	qInsertAutomation   = prepared("INSERT INTO automations (" + automationColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING")
+	qInsertAutomation   = prepared("INSERT INTO automations (" + automationColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING")
 	qGetAutomation      = prepared("SELECT " + automationColumns + " FROM automations WHERE id = ?")
 	qAutomationByKey    = prepared("SELECT " + automationColumns + " FROM automations WHERE owner = ? AND key = ?")
 	qBumpAutomationsVer = prepared("UPDATE automations_version SET version = version + 1 WHERE id = 1")
 	qAutomationsVersion = prepared("SELECT version FROM automations_version WHERE id = 1")
-	qUpdateAutomation   = prepared("UPDATE automations SET target = ?, input = ?, trigger = ?, enabled = ?, note = ?, overlap = ?, missed = ?, source = ?, revision = ?, updated_at = ?, state = ? WHERE id = ?")
+	qUpdateAutomation   = prepared("UPDATE automations SET target = ?, input = ?, trigger = ?, enabled = ?, note = ?, overlap = ?, missed = ?, source = ?, revision = ?, updated_at = ?, state = ?, approval = ? WHERE id = ?")
 	qAutomationRevision = prepared("SELECT revision FROM automations WHERE id = ?")
 	qDeleteFiresOf      = prepared("DELETE FROM automation_fires WHERE automation_id = ?")
 	qDeleteAutomation   = prepared("DELETE FROM automations WHERE id = ?")
@@ -66,7 +66,7 @@ func (s *Store) CreateAutomation(ctx context.Context, a *store.Automation) error
 	}
 	return s.write(ctx, "automation.create", func(tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx, qInsertAutomation,
-			a.ID, a.Owner, a.Key, a.Target, string(a.Input), string(trig), a.Enabled, a.Note, a.Overlap, a.Missed, a.Source, a.Revision, a.CreatedAt.UnixMilli(), a.UpdatedAt.UnixMilli(), string(st))
+			a.ID, a.Owner, a.Key, a.Target, string(a.Input), string(trig), a.Enabled, a.Note, a.Overlap, a.Missed, a.Source, a.Revision, a.CreatedAt.UnixMilli(), a.UpdatedAt.UnixMilli(), string(st), a.Approval)
 		if err != nil {
 			return fmt.Errorf("insert automation %s: %w", a.ID, err)
 		}
@@ -154,7 +154,7 @@ func (s *Store) UpdateAutomation(ctx context.Context, a *store.Automation, expec
 			return err
 		}
 		if _, err := s.exec(ctx, tx, qUpdateAutomation,
-			next.Target, string(next.Input), string(trig), next.Enabled, next.Note, next.Overlap, next.Missed, next.Source, next.Revision, next.UpdatedAt.UnixMilli(), string(st), next.ID); err != nil {
+			next.Target, string(next.Input), string(trig), next.Enabled, next.Note, next.Overlap, next.Missed, next.Source, next.Revision, next.UpdatedAt.UnixMilli(), string(st), next.Approval, next.ID); err != nil {
 			return fmt.Errorf("update automation %s: %w", a.ID, err)
 		}
 		out = next
@@ -240,7 +240,7 @@ func scanAutomation(row rowScanner) (*store.Automation, error) {
 		input, trig, state string
 		created, updated   int64
 	)
-	if err := row.Scan(&a.ID, &a.Owner, &a.Key, &a.Target, &input, &trig, &a.Enabled, &a.Note, &a.Overlap, &a.Missed, &a.Source, &a.Revision, &created, &updated, &state); err != nil {
+	if err := row.Scan(&a.ID, &a.Owner, &a.Key, &a.Target, &input, &trig, &a.Enabled, &a.Note, &a.Overlap, &a.Missed, &a.Source, &a.Revision, &created, &updated, &state, &a.Approval); err != nil {
 		return nil, err
 	}
 	a.Input = json.RawMessage(input)

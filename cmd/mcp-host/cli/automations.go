@@ -48,12 +48,15 @@ func (e *env) automationsCommand() *cobra.Command {
 		Long: `Automations launch runs of a target on a cron schedule, at an interval measured
 from the previous completion, or when files or an HTTP resource change.
 Automations from the on: lists of workflow files are owned by "config" and
-follow the files; the ones created here are owned by "cli".`,
+follow the files; the ones created here are owned by "human". Agents own the
+ones they create ("agent:<client>"); under the agents.automations: approve
+policy those wait for "automations approve KEY" before they fire.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(e.autoCreateCommand(), e.autoListCommand(), e.autoShowCommand(), e.autoUpdateCommand(),
 		e.autoPauseCommand(), e.autoResumeCommand(), e.autoDeleteCommand(), e.autoTriggerCommand())
+	cmd.AddCommand(e.autoApprovalCommands()...)
 	return cmd
 }
 
@@ -108,7 +111,7 @@ func (e *env) autoCreateCommand() *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&key, "key", "", "the automation's key, unique per owner")
 	cmd.Flags().StringVar(&target, "target", "", "the workflow to run")
-	cmd.Flags().StringVar(&owner, "owner", "cli", "owner of the automation")
+	cmd.Flags().StringVar(&owner, "owner", "human", "owner of the automation")
 	return cmd
 }
 
@@ -192,7 +195,7 @@ page's cursor is printed after it ("more: ...", on stderr with --json).`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&owner, "owner", "", "only this owner's (cli, config, mcp:<client>, ...)")
+	cmd.Flags().StringVar(&owner, "owner", "", "only this owner's (human, config, agent:<client>, ...)")
 	cmd.Flags().IntVar(&limit, "limit", maxAutomationsPage, fmt.Sprintf("at most this many automations (1 to %d)", maxAutomationsPage))
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a listing from the cursor a previous page printed")
 	pf.register(cmd)
@@ -208,7 +211,10 @@ func (e *env) printSummaries(sums []automations.Summary) {
 	fmt.Fprintln(w, "KEY\tOWNER\tTARGET\tSCHEDULE\tSTATE\tLAST\tNEXT")
 	for _, s := range sums {
 		state := "enabled"
-		if !s.Enabled {
+		switch {
+		case s.Approval == store.ApprovalPending:
+			state = "pending approval"
+		case !s.Enabled:
 			state = "paused"
 		}
 		last := "-"
@@ -277,7 +283,9 @@ func (e *env) printAutomation(x *store.Automation) {
 	e.printf("  target      %s %s\n", x.Target, x.Input)
 	e.printf("  schedule    %s\n", automations.Describe(x.Trigger))
 	e.printf("  overlap     %s · missed %s\n", x.Overlap, x.Missed)
-	if x.Enabled {
+	if x.Approval == store.ApprovalPending {
+		e.printf("  state       pending approval: mcp-host automations approve %s (or reject)\n", x.Key)
+	} else if x.Enabled {
 		e.printf("  state       enabled\n")
 	} else {
 		e.printf("  state       paused %s\n", x.Note)

@@ -36,7 +36,7 @@ func TestAutomationsCommands(t *testing.T) {
 
 	out := mustRun("automations", "create", "--key", "nightly", "--target", "hello", "--cron", "0 3 * * 1-5", "--tz", "Europe/Paris", "--input", `{"who":"ops"}`, "--json")
 	var res automations.CreateResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Created || res.Automation.Owner != "cli" || res.Automation.Trigger.TZ != "Europe/Paris" {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Created || res.Automation.Owner != "human" || res.Automation.Trigger.TZ != "Europe/Paris" {
 		t.Fatalf("create: %s (%v)", out, err)
 	}
 	id := res.Automation.ID

@@ -133,6 +133,7 @@ folder per workspace; many mcp-host processes can share it safely.`,
 	f.StringVar(&e.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 
 	root.AddCommand(e.versionCommand(), e.statusCommand(), e.backupCommand(), e.gcCommand(), e.secretsCommand(), e.serviceCommand())
+	root.AddCommand(e.auditCommand())
 	for _, group := range [][]*cobra.Command{e.runCommands(), e.automationCommands(), e.sessionCommands(), e.serveCommands()} {
 		root.AddCommand(group...)
 	}

@@ -79,6 +79,9 @@ workspace's state folder).`,
 			}
 			ctx := cmd.Context()
 			return e.withHost(ctx, true, func(re *host.Host) error {
+				for _, w := range host.WorkflowWarnings(re.Runs.Targets(), args[0]) {
+					fmt.Fprintf(e.stdio.Err, "mcp-host: warning: %s\n", w)
+				}
 				r, err := re.Runs.Launch(ctx, runs.LaunchParams{Target: args[0], Input: in, Detach: detach})
 				if err != nil {
 					return err

@@ -162,6 +162,13 @@ func (e *env) printRun(r *runs.Run) {
 	if r.Trigger.AutomationID != "" {
 		trig += " " + r.Trigger.AutomationID
 	}
+	principal := r.Trigger.Principal
+	if principal == "" && r.Trigger.Kind == "manual" {
+		principal = "human" // launched from the command line
+	}
+	if principal != "" {
+		trig += " by " + principal
+	}
 	row("trigger", trig)
 	row("created", ts(r.CreatedAt))
 	row("started", ts(r.StartedAt))

@@ -63,7 +63,7 @@ func TestRunCommandsAttached(t *testing.T) {
 	}
 	badID := page.Runs[0].ID
 	code, out, _ = c.run("runs", "show", okID)
-	if code != 0 || !strings.Contains(out, "status    succeeded") || !strings.Contains(out, "greet  exec  succeeded  exit 0, ") || !strings.Contains(out, "output of greet (last lines)\n  | hi\n") {
+	if code != 0 || !strings.Contains(out, "status    succeeded") || !strings.Contains(out, "greet  exec  succeeded  exit 0, ") || !strings.Contains(out, "output of greet (last lines)\n  | hi\n") || !strings.Contains(out, "manual by human") {
 		t.Fatalf("runs show: exit %d\n%s", code, out)
 	}
 	code, out, _ = c.run("runs", "show", badID)

@@ -95,6 +95,9 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	}
 	ctx, stopServing := h.UntilFailed(ctx) // a vanished database ends serve with its error
 	defer stopServing()
+	for _, w := range host.WorkflowWarnings(h.Runs.Targets(), "") {
+		e.log.Warn("workflow: " + w)
+	}
 
 	var serveErr error
 	if o.http != "" {
@@ -167,6 +170,8 @@ func (e *env) openHost(ctx context.Context) (*mcpHost, error) {
 		RunStore:    h.Store,
 		Sessions:    h.Sessions,
 		Automations: h.Automations,
+		Policy:      h.Policy,
+		Audit:       h.Audit,
 		Log:         e.log,
 	})
 	return &mcpHost{Host: h, srv: srv}, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/automations"
-	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/workflows"
 )
 
@@ -37,7 +37,12 @@ func (e *env) listCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			wfs, problems := runs.DirTargets(ws.WorkflowsDir()).List()
+			settings, err := host.LoadSettings(ws)
+			if err != nil {
+				return err
+			}
+			targets := settings.Workflows.Targets(ws.WorkflowsDir())
+			wfs, problems := targets.List()
 			var st workspaceStatus // the workspace's automations, its triggers synced
 			if err := e.readSyncedStore(cmd.Context(), ws.DBPath(), &st); err != nil {
 				return err
@@ -46,7 +51,8 @@ func (e *env) listCommand() *cobra.Command {
 				Targets   []targetInfo          `json:"targets"`
 				Schedules []automations.Summary `json:"schedules"`
 				Errors    []string              `json:"errors"`
-			}{Targets: []targetInfo{}, Schedules: st.Schedules, Errors: []string{}}
+				Warnings  []string              `json:"warnings,omitempty"`
+			}{Targets: []targetInfo{}, Schedules: st.Schedules, Errors: []string{}, Warnings: host.WorkflowWarnings(targets, "")}
 			for name, wf := range wfs {
 				out.Targets = append(out.Targets, targetInfo{Name: name, Description: wf.Description, File: filepath.Base(wf.File), Steps: len(wf.Steps), InputSchema: wf.InputSchema()})
 			}
@@ -74,6 +80,9 @@ func (e *env) listCommand() *cobra.Command {
 			}
 			for _, p := range out.Errors {
 				fmt.Fprintf(e.stdio.Err, "mcp-host: %s\n", p)
+			}
+			for _, w := range out.Warnings {
+				fmt.Fprintf(e.stdio.Err, "mcp-host: warning: %s\n", w)
 			}
 			return nil
 		},

@@ -1,0 +1,115 @@
+package automations
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/access"
+	"github.com/cairnhq/cairn/store"
+)
+
+func refusal(err error) string {
+	var re *access.RefusedError
+	if errors.As(err, &re) {
+		return re.Key
+	}
+	return ""
+}
+
+func TestApprovePolicyHoldsAnAgentsAutomationUntilApproved(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.svc.Policy = &access.Policy{Automations: access.Approve}
+	agent := access.Agent("a")
+	// Hourly at :00, created at 12:00: due at 13:00, 14:00, 15:00.
+	res, err := e.svc.Create(e.ctx, CreateParams{By: agent, Spec: Spec{Key: "hourly", Target: "hello", Cron: "0 * * * *", TZ: "UTC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Automation
+	if a.Owner != string(agent) || a.Approval != store.ApprovalPending || a.Enabled {
+		t.Fatalf("created: owner %q approval %q enabled %t; want the agent's, pending, disabled", a.Owner, a.Approval, a.Enabled)
+	}
+	for h := 1; h <= 3; h++ {
+		e.advanceTo(t0.Add(time.Duration(h) * time.Hour))
+	}
+	if n := len(e.fires(a.ID)); n != 0 || e.runCount() != 0 {
+		t.Fatalf("%d fires, %d runs across three due times while pending; want none", n, e.runCount())
+	}
+	if _, err := e.svc.Trigger(e.ctx, TriggerParams{Ref: a.ID, By: agent}); err == nil || !strings.Contains(err.Error(), "approve") {
+		t.Fatalf("trigger of a pending automation: %v; want it refused", err)
+	}
+	on := true
+	if _, err := e.svc.Update(e.ctx, UpdateParams{Ref: a.ID, By: agent, Enabled: &on}); refusal(err) != access.KeyAutomations {
+		t.Fatalf("agent enabling its pending automation: %v; want refused by %s", err, access.KeyAutomations)
+	}
+
+	e.clock.Set(t0.Add(3*time.Hour + 10*time.Minute))
+	if _, err := e.svc.Approve(e.ctx, "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	e.step()
+	if n := len(e.fires(a.ID)); n != 0 {
+		t.Fatalf("%d fires right after approval; the missed slots must not be caught up", n)
+	}
+	e.advanceTo(t0.Add(4 * time.Hour))
+	fs := e.fires(a.ID)
+	if len(fs) != 1 || !fs[0].Nominal.Equal(t0.Add(4*time.Hour)) || fs[0].Outcome != store.FireQueued {
+		t.Fatalf("fires after approval: %v; want one at the next due time (4h)", nominals(fs))
+	}
+
+	// A change of schedule makes it pending again; reject removes it.
+	every := "2h"
+	b, err := e.svc.Update(e.ctx, UpdateParams{Ref: a.ID, By: agent, Every: &every})
+	if err != nil || b.Approval != store.ApprovalPending || b.Enabled {
+		t.Fatalf("rescheduled by the agent: %+v, %v; want pending", b, err)
+	}
+	if _, err := e.svc.Reject(e.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.GetAutomation(e.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("rejected automation: %v; want it gone", err)
+	}
+}
+
+func TestAgentsTouchOnlyTheirOwnAutomations(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a, b := access.Agent("a"), access.Agent("b")
+	mine, err := e.svc.Create(e.ctx, CreateParams{By: b, Spec: Spec{Key: "b1", Target: "hello", Every: "1h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	human := e.create(Spec{Key: "h1", Every: "1h"})
+	off := false
+	for _, ref := range []string{mine.Automation.ID, human.ID} {
+		if _, err := e.svc.Update(e.ctx, UpdateParams{Ref: ref, By: a, Enabled: &off}); refusal(err) != access.KeyEditOthers {
+			t.Errorf("pause %s by another agent: %v", ref, err)
+		}
+		if _, err := e.svc.Delete(e.ctx, DeleteParams{Ref: ref, By: a}); refusal(err) != access.KeyEditOthers {
+			t.Errorf("delete %s by another agent: %v", ref, err)
+		}
+		if _, err := e.svc.Trigger(e.ctx, TriggerParams{Ref: ref, By: a}); refusal(err) != access.KeyEditOthers {
+			t.Errorf("trigger %s by another agent: %v", ref, err)
+		}
+	}
+	if _, err := e.svc.Create(e.ctx, CreateParams{By: a, Owner: "human", Spec: Spec{Key: "x", Target: "hello", Every: "1h"}}); err == nil {
+		t.Error("an agent created an automation owned by human")
+	}
+	// The owner itself, reconnected or not, edits its own.
+	if _, err := e.svc.Update(e.ctx, UpdateParams{Ref: mine.Automation.ID, By: access.Agent("b"), Enabled: &off}); err != nil {
+		t.Errorf("owner pausing its own: %v", err)
+	}
+	e.svc.Policy = &access.Policy{Launch: []string{"other"}, MinInterval: time.Hour, MaxAutomations: 1}
+	if _, err := e.svc.Create(e.ctx, CreateParams{By: a, Spec: Spec{Key: "a1", Target: "hello", Every: "2h"}}); refusal(err) != access.KeyLaunch {
+		t.Errorf("create on a target outside agents.launch: %v", err)
+	}
+	if _, err := e.svc.Create(e.ctx, CreateParams{By: a, Spec: Spec{Key: "a1", Target: "other", Cron: "*/5 * * * *"}}); refusal(err) != access.KeyMinInterval {
+		t.Errorf("create every 5 minutes under min_interval 1h: %v", err)
+	}
+	if _, err := e.svc.Create(e.ctx, CreateParams{By: b, Spec: Spec{Key: "b2", Target: "other", Every: "2h"}}); refusal(err) != access.KeyMaxAutomations {
+		t.Errorf("second automation under max_automations 1: %v", err)
+	}
+}

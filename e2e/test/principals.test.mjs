@@ -1,0 +1,245 @@
+// End-to-end tests of principals, the agents: policy, human questions,
+// elicitation and the audit trail, driven by the official MCP TypeScript
+// client: several clients (agents) on one workspace, each its own
+// `mcp-host serve`, and the CLI as the person.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { stopWorkers, until } from '../lib/helpers.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..');
+const tmp = mkdtempSync(join(tmpdir(), 'cairn-principals-'));
+const workspace = join(tmp, 'ws');
+const state = join(tmp, 'state');
+const WORKFLOWS_DIR = join(repo, 'mcp', 'e2e', 'testdata', 'workflows');
+
+// Workflows of this test: a question only a person answers, a target
+// agents may not launch, and a shell step with unquoted input.
+const FILES = {
+  'approve.yaml': 'name: approve\nsteps:\n  - id: ok\n    ask: "Ship it?"\n    choices: ["yes", "no"]\n    for: human\nresult: ${{ steps.ok.answer }}\n',
+  'secret.yaml': 'name: secret\nsteps:\n  - id: s\n    exec: ["echo", "the secret target ran"]\n',
+  'greet.yaml': 'name: greet\ninput:\n  type: object\n  properties:\n    who: {type: string, default: world}\nsteps:\n  - id: hi\n    shell: echo hello ${{ input.who }}\n',
+};
+const CONFIG = 'agents:\n  launch: [hello, confirm, approve, greet]\n';
+
+let bin;
+const open = [];
+
+function env() {
+  return { ...process.env, CAIRN_STATE: state, HOME: tmp };
+}
+
+// cli runs mcp-host as the person and returns its exit code and output.
+function cli(...args) {
+  return cliIn(workspace, ...args);
+}
+
+function cliIn(cwd, ...args) {
+  const r = spawnSync(bin, args, { cwd, env: env(), encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+// connect starts `mcp-host serve` for a client named name. With onElicit
+// the client offers elicitation and answers with it.
+async function connect(name, onElicit, cwd = workspace) {
+  const transport = new StdioClientTransport({ command: bin, args: ['serve'], cwd, env: env(), stderr: 'pipe' });
+  transport.stderr?.on('data', () => {});
+  const client = new Client({ name, version: '1.0.0' }, onElicit ? { capabilities: { elicitation: {} } } : undefined);
+  if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
+  await client.connect(transport);
+  open.push(client);
+  const call = async (tool, args = {}) => {
+    const res = await client.callTool({ name: tool, arguments: args });
+    assert.notEqual(res.isError, true, `${name} ${tool} failed: ${res.content?.[0]?.text}`);
+    return res.structuredContent;
+  };
+  const refused = async (tool, args) => {
+    const res = await client.callTool({ name: tool, arguments: args });
+    assert.equal(res.isError, true, `${name} ${tool} should be refused, got ${JSON.stringify(res.structuredContent)}`);
+    return res.content[0].text;
+  };
+  return { client, call, refused };
+}
+
+before(() => {
+  mkdirSync(join(workspace, '.cairn', 'workflows'), { recursive: true });
+  mkdirSync(state, { recursive: true, mode: 0o700 });
+  for (const name of ['hello.yaml', 'confirm.yaml']) {
+    copyFileSync(join(WORKFLOWS_DIR, name), join(workspace, '.cairn', 'workflows', name));
+  }
+  for (const [name, body] of Object.entries(FILES)) {
+    writeFileSync(join(workspace, '.cairn', 'workflows', name), body);
+  }
+  writeFileSync(join(workspace, '.cairn', 'config.yaml'), CONFIG);
+  bin = process.env.MCP_HOST_BIN;
+  if (!bin) {
+    bin = join(tmp, 'mcp-host');
+    execFileSync('go', ['build', '-o', bin, './cmd/mcp-host'], { cwd: repo, stdio: 'inherit' });
+  }
+  assert.ok(existsSync(bin), `no mcp-host binary at ${bin}`);
+});
+
+after(async () => {
+  for (const c of open) await c.close().catch(() => {});
+  if (bin) await stopWorkers(bin, workspace, env());
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test("an agent cannot change, pause, delete or fire another agent's automations or the human's", async () => {
+  const a = await connect('agent-a');
+  const b = await connect('agent-b');
+  const human = cli('--json', 'automations', 'create', '--key', 'human-nightly', '--target', 'hello', '--cron', '0 3 * * *');
+  assert.equal(human.code, 0, human.err);
+  const humanID = JSON.parse(human.out).automation.id;
+  assert.equal(JSON.parse(human.out).automation.owner, 'human');
+  const { automation: bs } = await b.call('create_automation', { key: 'b-nightly', target: 'hello', cron: '0 4 * * *' });
+  assert.equal(bs.owner, 'agent:agent-b');
+
+  for (const id of [bs.id, humanID]) {
+    for (const [tool, args] of [
+      ['update_automation', { id, target: 'confirm' }],
+      ['update_automation', { id, enabled: false, note: 'paused by agent a' }],
+      ['delete_automation', { id }],
+      ['trigger_automation', { id }],
+    ]) {
+      const msg = await a.refused(tool, args);
+      assert.match(msg, /agents\.edit_others/, `${tool} ${JSON.stringify(args)}: ${msg}`);
+    }
+  }
+  const owner = await a.refused('create_automation', { key: 'x', target: 'hello', every: '1h', owner: 'agent:agent-b' });
+  assert.match(owner, /cannot choose the owner/);
+  assert.match(owner, /agents\.edit_others/);
+
+  // Nothing changed: both still there, enabled, untouched.
+  const all = await b.call('list_automations', { all: true });
+  for (const id of [bs.id, humanID]) {
+    const x = all.automations.find((y) => y.id === id);
+    assert.ok(x && x.enabled && x.target === 'hello' && x.revision === 1, JSON.stringify(x));
+  }
+
+  // An agent's automation stays its own after it reconnects.
+  const { automation: as } = await a.call('create_automation', { key: 'a-hourly', target: 'hello', every: '1h' });
+  assert.equal(as.owner, 'agent:agent-a');
+  await a.client.close();
+  const again = await connect('agent-a');
+  const paused = await again.call('update_automation', { id: as.id, enabled: false, note: 'after reconnecting' });
+  assert.equal(paused.enabled, false);
+  const mine = await again.call('list_automations');
+  assert.deepEqual(mine.automations.map((x) => x.key), ['a-hourly']);
+});
+
+test('a target outside agents.launch is refused to launch_run; the CLI still runs it', async () => {
+  const a = await connect('agent-a');
+  const msg = await a.refused('launch_run', { target: 'secret' });
+  assert.match(msg, /agents\.launch/);
+  const ok = await a.call('launch_run', { target: 'hello', wait_seconds: 30 });
+  assert.equal(ok.trigger.principal, 'agent:agent-a');
+  const run = cli('run', 'secret');
+  assert.equal(run.code, 0, run.err);
+  assert.match(run.out, /the secret target ran/);
+});
+
+test('answer_run refuses a question for a person; the elicitation answer is the human\'s', async () => {
+  const a = await connect('agent-a');
+  const parked = await a.call('launch_run', { target: 'approve', wait_seconds: 30 });
+  assert.equal(parked.status, 'waiting');
+  assert.equal(parked.question.for, 'human');
+  const msg = await a.refused('answer_run', { run_id: parked.id, answer: 'yes' });
+  assert.match(msg, /for a person/);
+  assert.match(msg, /agents\.answer/);
+  assert.equal((await a.call('get_run', { run_id: parked.id })).status, 'waiting');
+  await a.call('cancel_run', { run_id: parked.id });
+
+  const asked = [];
+  const e = await connect('editor', async (req) => {
+    asked.push(req.params);
+    return { action: 'accept', content: { answer: 'yes' } };
+  });
+  const run = await e.call('launch_run', { target: 'approve' });
+  const done = await until('the elicited answer to finish the run', async () => {
+    const r = await e.call('get_run', { run_id: run.id });
+    return r.status === 'succeeded' && r;
+  });
+  assert.equal(done.result, 'yes');
+  assert.equal(asked.length, 1);
+  assert.match(asked[0].message, /Ship it\?/);
+  assert.deepEqual(asked[0].requestedSchema.properties.answer.enum, ['yes', 'no']);
+
+  const out = await e.call('read_run_output', { run_id: run.id, limit: 100 });
+  const answer = out.records.find((r) => r.type === 'answer');
+  assert.ok(answer, JSON.stringify(out.records));
+  assert.equal(answer.by, 'human');
+  assert.equal(answer.text, 'yes');
+
+  const audit = cli('--json', 'audit');
+  assert.equal(audit.code, 0, audit.err);
+  const entries = JSON.parse(audit.out).entries;
+  const human = entries.find((x) => x.tool === 'elicitation/create' && x.subject === run.id);
+  assert.ok(human, audit.out);
+  assert.equal(human.principal, 'human');
+  assert.equal(human.outcome, 'ok');
+  const refusal = entries.find((x) => x.tool === 'answer_run' && x.principal === 'agent:agent-a');
+  assert.ok(refusal, audit.out);
+  assert.equal(refusal.outcome, 'refused');
+  assert.equal(refusal.subject, 'agents.answer');
+  assert.match(refusal.args_digest, /^sha256:[0-9a-f]{64}$/);
+  assert.ok(!audit.out.includes('"answer": "yes"'), 'the audit keeps a digest, not the arguments');
+  const launch = entries.find((x) => x.tool === 'launch_run' && x.subject === run.id);
+  assert.equal(launch?.principal, 'agent:editor');
+  assert.match(launch?.connection ?? '', /^conn_/);
+});
+
+test('list_targets warns of a shell step with unquoted input, with file and line', async () => {
+  const a = await connect('agent-a');
+  const { warnings } = await a.call('list_targets');
+  assert.ok(warnings?.some((w) => /greet\.yaml:8: step "hi": shell: \$\{\{ input\.who \}\}.*shellQuote/.test(w)), JSON.stringify(warnings));
+});
+
+test("under agents.automations: approve an agent's automation waits; the person approves it, through the CLI or elicitation", async () => {
+  const ws = join(tmp, 'ws-approve');
+  mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
+  copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n');
+
+  const a = await connect('agent-a', undefined, ws);
+  const { automation } = await a.call('create_automation', { key: 'a-hourly', target: 'hello', every: '1h' });
+  assert.equal(automation.approval, 'pending');
+  assert.equal(automation.enabled, false);
+  const listed = await a.call('list_automations');
+  assert.equal(listed.automations[0].approval, 'pending');
+  assert.match(await a.refused('trigger_automation', { id: automation.id }), /approve/);
+  assert.match(await a.refused('update_automation', { id: automation.id, enabled: true }), /agents\.automations/);
+  const list = cliIn(ws, 'automations', 'list');
+  assert.match(list.out, /a-hourly.*pending approval/);
+  const approved = cliIn(ws, '--json', 'automations', 'approve', 'a-hourly');
+  assert.equal(approved.code, 0, approved.err);
+  assert.equal(JSON.parse(approved.out).enabled, true);
+
+  const asked = [];
+  const e = await connect('editor', async (req) => {
+    asked.push(req.params);
+    return { action: 'accept', content: { decision: 'approve' } };
+  }, ws);
+  const { automation: mine } = await e.call('create_automation', { key: 'e-hourly', target: 'hello', every: '1h' });
+  assert.equal(mine.approval, 'pending');
+  const enabled = await until('the person to approve it through elicitation', async () => {
+    const { automations } = await e.call('list_automations');
+    return automations.find((x) => x.id === mine.id && x.enabled && !x.approval);
+  });
+  assert.ok(enabled);
+  assert.equal(asked.length, 1);
+  assert.match(asked[0].message, /e-hourly/);
+  assert.deepEqual(asked[0].requestedSchema.properties.decision.enum, ['approve', 'reject', 'later']);
+  const audit = JSON.parse(cliIn(ws, '--json', 'audit').out).entries;
+  const human = audit.find((x) => x.tool === 'elicitation/create' && x.subject === mine.id);
+  assert.equal(human?.principal, 'human');
+});
