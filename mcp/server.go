@@ -63,6 +63,7 @@ type Server struct {
 	syncTimeout   time.Duration // 0: the transport's default
 	shutdownGrace time.Duration // 0: the transport's default
 	subs          *subscriptions
+	args          argChecker
 
 	clientsMu sync.Mutex
 	clients   map[string]mcpgo.Implementation // session id -> initialize clientInfo
@@ -103,7 +104,6 @@ func New(p Params) *Server {
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
 		s.forgetSession(sess.SessionID())
 	})
-	hooks.AddOnRequestInitialization(s.checkSubscribe)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcpgo.SubscribeRequest, _ *mcpgo.EmptyResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
 			s.subs.add(sess, req.Params.URI)
@@ -122,10 +122,11 @@ func New(p Params) *Server {
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
 		server.WithToolHandlerMiddleware(s.recoverTool),
+		server.WithToolHandlerMiddleware(s.args.middleware),
 		server.WithResourceHandlerMiddleware(s.recoverResource),
-		server.WithInputSchemaValidation(),
 		server.WithHooks(hooks),
 	)
+	s.args.mcp = s.mcp
 	s.mcp.AddTools(s.tools()...)
 	s.addResources()
 	return s
