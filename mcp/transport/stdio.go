@@ -82,8 +82,6 @@ type stdioConn struct {
 	syncMissed  atomic.Int32 // sync pings in a row the client let time out
 	// syncAnswering is set once the client answered one of our pings.
 	syncAnswering atomic.Bool
-	probeID       atomic.Pointer[string] // the ping sent after initialize
-	probeCounted  atomic.Bool
 }
 
 func newStdioConn(s *endpoint, out io.Writer) *stdioConn {
@@ -219,7 +217,6 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 		c.clientResponse(h)
 	case !h.isRequest():
 		c.srv.notification(ctx, &c.calls, h, trimmed)
-		c.probeClient(h)
 	default:
 		release, ok := c.takeSlot()
 		if !ok {

@@ -62,9 +62,9 @@ const syncIDPrefix = `"cairn-sync-`
 // every MCP peer must answer) behind the notifications and waits for the
 // answer: a client answers it only after it handled what came before.
 // The wait is Config.SyncTimeout for a client that answered a ping
-// before (see probeClient), unprovenSyncTimeout for one that did not.
+// before, unprovenSyncTimeout for one that did not; syncing is off after
+// MaxMissedPings unanswered in a row, and on again at a late answer.
 func (c *stdioConn) syncClient(ctx context.Context) {
-	c.countProbe()
 	if c.syncMissed.Load() >= MaxMissedPings {
 		return
 	}
@@ -88,30 +88,6 @@ func (c *stdioConn) syncClient(ctx context.Context) {
 		}
 	case <-ctx.Done(): // the client is gone
 	case <-c.dead:
-	}
-}
-
-// probeClient pings a client that just initialized, without waiting, to
-// learn whether it answers pings before its first call needs one.
-func (c *stdioConn) probeClient(h head) {
-	if h.Method == string(mcpgo.MethodNotificationInitialized) && c.probeID.Load() == nil {
-		id, _ := c.sendPing()
-		c.probeID.Store(&id)
-	}
-}
-
-// countProbe counts the probe as a missed ping when it is still
-// unanswered at the first sync.
-func (c *stdioConn) countProbe() {
-	p := c.probeID.Load()
-	if p == nil || !c.probeCounted.CompareAndSwap(false, true) {
-		return
-	}
-	c.syncMu.Lock()
-	_, pending := c.syncPending[*p]
-	c.syncMu.Unlock()
-	if pending {
-		c.syncMissed.Add(1)
 	}
 }
 

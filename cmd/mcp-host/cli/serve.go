@@ -84,9 +84,15 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	if o.tokenFile != "" && o.addToken != "" {
 		return usagef("--add-token adds to the state root's http-tokens file: edit your --token-file instead")
 	}
-	listen := transport.ListenParams{Addr: o.http, AllowRemote: o.allowRemote, HTTPOptions: transport.HTTPOptions{NoAuth: o.tokenFile == ""}}
+	listen := transport.ListenParams{Addr: o.http, AllowRemote: o.allowRemote, HTTPOptions: transport.HTTPOptions{NoAuth: o.noAuth}}
 	if o.http != "" {
-		if _, err := transport.ResolveListenAddr(listen); err != nil {
+		// The address alone: a remote one needs --token-file (read below).
+		check := listen
+		check.NoAuth = o.tokenFile == ""
+		if !check.NoAuth {
+			check.Token = "from --token-file"
+		}
+		if _, err := transport.ResolveListenAddr(check); err != nil {
 			return usagef("%v", err)
 		}
 	}
