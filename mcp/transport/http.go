@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +48,7 @@ func (o HTTPOptions) authenticated() bool { return o.Token != "" || len(o.Tokens
 // to a call (notifications/resources/updated); DELETE ends the session.
 func NewHandler(cfg Config, o HTTPOptions) http.Handler {
 	srv := newEndpoint(cfg)
-	return &httpTransport{srv: srv, tokens: newTokens(o), sessions: sessionTable{srv: srv, sessions: map[string]*httpSession{}}}
+	return &httpTransport{srv: srv, tokens: newTokens(o), sessions: sessionTable{srv: srv, sessions: map[string]*list.Element{}}}
 }
 
 // loopbackOrigin reports whether an Origin header names a loopback host.

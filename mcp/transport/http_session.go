@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -56,20 +57,33 @@ func (h *httpSession) busy() bool { return h.listening.Load() || h.inFlight.Load
 // requests never locks a new client out.
 type sessionTable struct {
 	srv *endpoint
+	max int // 0: maxHTTPSessions
 
 	mu       sync.Mutex
-	sessions map[string]*httpSession
+	sessions map[string]*list.Element // of *httpSession
+	byUse    list.List                // most recently used first
 }
 
 // get finds a session and marks it used.
 func (st *sessionTable) get(id string) *httpSession {
 	st.mu.Lock()
-	sess := st.sessions[id]
-	st.mu.Unlock()
-	if sess != nil {
-		sess.lastUsed.Store(time.Now().UnixNano())
+	defer st.mu.Unlock()
+	el := st.sessions[id]
+	if el == nil {
+		return nil
 	}
+	st.byUse.MoveToFront(el)
+	sess := el.Value.(*httpSession)
+	sess.lastUsed.Store(time.Now().UnixNano())
 	return sess
+}
+
+// removeLocked takes a session out of the table.
+func (st *sessionTable) removeLocked(sess *httpSession) {
+	if el := st.sessions[sess.id]; el != nil {
+		st.byUse.Remove(el)
+		delete(st.sessions, sess.id)
+	}
 }
 
 // open makes and registers a session for an initialize request.
@@ -84,22 +98,26 @@ func (st *sessionTable) open(ctx context.Context, token string) (*httpSession, e
 	var dropped []*httpSession
 	st.mu.Lock()
 	dropped = st.sweepLocked()
-	if len(st.sessions) >= maxHTTPSessions {
+	limit := st.max
+	if limit <= 0 {
+		limit = maxHTTPSessions
+	}
+	if len(st.sessions) >= limit {
 		if lru := st.leastRecentLocked(); lru != nil {
-			delete(st.sessions, lru.id)
+			st.removeLocked(lru)
 			dropped = append(dropped, lru)
 		}
 	}
-	full := len(st.sessions) >= maxHTTPSessions
+	full := len(st.sessions) >= limit
 	if !full {
-		st.sessions[sess.id] = sess
+		st.sessions[sess.id] = st.byUse.PushFront(sess)
 	}
 	st.mu.Unlock()
 	for _, d := range dropped {
 		st.unregister(d)
 	}
 	if full {
-		return nil, fmt.Errorf("server busy: all %d sessions are in use; end some with DELETE", maxHTTPSessions)
+		return nil, fmt.Errorf("server busy: all %d sessions are in use; end some with DELETE", limit)
 	}
 	if err := st.srv.mcp.RegisterSession(ctx, sess); err != nil {
 		st.forget(sess)
@@ -108,34 +126,38 @@ func (st *sessionTable) open(ctx context.Context, token string) (*httpSession, e
 	return sess, nil
 }
 
-// sweepLocked removes sessions unused for httpSessionIdle and returns
-// them.
+// sweepLocked removes sessions unused for httpSessionIdle (from the
+// least recently used end) and returns them.
 func (st *sessionTable) sweepLocked() []*httpSession {
 	cutoff := time.Now().Add(-httpSessionIdle).UnixNano()
 	var out []*httpSession
-	for id, sess := range st.sessions {
-		if sess.lastUsed.Load() < cutoff && !sess.busy() {
-			delete(st.sessions, id)
+	for el := st.byUse.Back(); el != nil; {
+		sess, prev := el.Value.(*httpSession), el.Prev()
+		if sess.lastUsed.Load() >= cutoff {
+			break
+		}
+		if !sess.busy() {
+			st.removeLocked(sess)
 			out = append(out, sess)
 		}
+		el = prev
 	}
 	return out
 }
 
 // leastRecentLocked is the idle session used longest ago, or nil.
 func (st *sessionTable) leastRecentLocked() *httpSession {
-	var lru *httpSession
-	for _, sess := range st.sessions {
-		if !sess.busy() && (lru == nil || sess.lastUsed.Load() < lru.lastUsed.Load()) {
-			lru = sess
+	for el := st.byUse.Back(); el != nil; el = el.Prev() {
+		if sess := el.Value.(*httpSession); !sess.busy() {
+			return sess
 		}
 	}
-	return lru
+	return nil
 }
 
 func (st *sessionTable) forget(sess *httpSession) {
 	st.mu.Lock()
-	delete(st.sessions, sess.id)
+	st.removeLocked(sess)
 	st.mu.Unlock()
 	st.unregister(sess)
 }
