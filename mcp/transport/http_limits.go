@@ -18,10 +18,10 @@ const (
 	bodyReadTimeout = 10 * time.Second
 	// freeBodyBytes of each body are read without the shared budget: a
 	// normal call always fits.
-	freeBodyBytes = 64 << 10
+	freeBodyBytes = bodyChunk
 	// bodyBudgetBytes is what request bodies in flight may hold beyond
 	// their free bytes, all together.
-	bodyBudgetBytes = 32 << 20
+	bodyBudgetBytes = 16 << 20
 	// maxHTTPConns bounds open connections; more wait to be accepted.
 	maxHTTPConns = 256
 )
@@ -42,36 +42,47 @@ func (b *bodyBudget) take(n int64) bool {
 
 func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
 
+// bodyChunk is the unit a body is read in.
+const bodyChunk = 64 << 10
+
 // readBody reads a request body of at most MaxMessageBytes within
-// bodyReadTimeout, charging what exceeds freeBodyBytes to the budget
-// while it reads (the caller gives the returned charge back when done).
+// bodyReadTimeout. It reads in chunks, charging every chunk after the
+// first (freeBodyBytes) to the budget as it arrives, so a stalled body
+// holds only what it sent; the caller gives the returned charge back
+// when done with the body.
 func (b *bodyBudget) readBody(w http.ResponseWriter, r *http.Request) (body []byte, charged int64, err error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	src := http.MaxBytesReader(w, r.Body, MaxMessageBytes)
-	buf := make([]byte, 0, 4<<10)
+	var chunks [][]byte
+	total := 0
 	for {
-		if len(buf) == cap(buf) {
-			grow := int64(cap(buf))
-			if over := int64(cap(buf)*2) - freeBodyBytes; over > 0 {
-				need := min(grow, over)
-				if !b.take(need) {
-					return nil, charged, errBodyBudget
-				}
-				charged += need
+		if total >= freeBodyBytes {
+			if !b.take(bodyChunk) {
+				return nil, charged, errBodyBudget
 			}
-			buf = append(buf, make([]byte, grow)...)[:len(buf)]
+			charged += bodyChunk
 		}
-		n, e := src.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if e == io.EOF {
-			return buf, charged, nil
+		chunk := make([]byte, bodyChunk)
+		n, e := io.ReadFull(src, chunk)
+		chunks = append(chunks, chunk[:n])
+		total += n
+		if e == io.EOF || e == io.ErrUnexpectedEOF {
+			break
 		}
 		if e != nil {
 			return nil, charged, e
 		}
 	}
+	if len(chunks) == 1 {
+		return chunks[0], charged, nil
+	}
+	body = make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, charged, nil
 }
 
 // bodyErrorStatus is the status and text answering a body read error.
