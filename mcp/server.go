@@ -63,6 +63,7 @@ type Server struct {
 	syncTimeout   time.Duration // 0: the transport's default
 	shutdownGrace time.Duration // 0: the transport's default
 	subs          *subscriptions
+	logs          *runLog
 	args          argChecker
 
 	clientsMu sync.Mutex
@@ -92,6 +93,7 @@ func New(p Params) *Server {
 		version = "dev"
 	}
 	s.subs = newSubscriptions(s)
+	s.logs = newRunLog(s)
 
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcpgo.InitializeRequest, _ *mcpgo.InitializeResult) {
@@ -121,6 +123,11 @@ func New(p Params) *Server {
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
+		server.WithPromptCapabilities(false),
+		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{s}),
+		server.WithResourceCompletionProvider(completer{s}),
 		server.WithToolHandlerMiddleware(s.recoverTool),
 		server.WithToolHandlerMiddleware(s.args.middleware),
 		server.WithResourceHandlerMiddleware(s.recoverResource),
@@ -129,14 +136,26 @@ func New(p Params) *Server {
 	s.args.mcp = s.mcp
 	s.mcp.AddTools(s.tools()...)
 	s.addResources()
+	s.addPrompts()
 	return s
 }
 
-// Start starts the resource watcher. It returns at once; Close stops it.
-func (s *Server) Start(ctx context.Context) error { return s.subs.start(ctx) }
+// Start starts the resource watcher and the run log. It returns at once;
+// Close stops them.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.subs.start(ctx); err != nil {
+		return err
+	}
+	s.logs.start(ctx)
+	return nil
+}
 
-// Close stops the resource watcher and waits for it. It is idempotent.
-func (s *Server) Close() { s.subs.stop() }
+// Close stops the resource watcher and the run log, and waits for them.
+// It is idempotent.
+func (s *Server) Close() {
+	s.subs.stop()
+	s.logs.stop()
+}
 
 // forgetSession drops what the server keeps for a session that ended.
 func (s *Server) forgetSession(id string) {
@@ -286,4 +305,7 @@ func (e *unavailableError) Error() string {
 // RunChanged tells the server that a run or its journal changed, so that
 // subscribers hear of it at once rather than at the next poll. It never
 // blocks: wire it to runs.Options.OnChange.
-func (s *Server) RunChanged(string) { s.subs.poke() }
+func (s *Server) RunChanged(id string) {
+	s.subs.poke()
+	s.logs.changed(id)
+}
