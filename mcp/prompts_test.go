@@ -42,7 +42,7 @@ func TestPrompts(t *testing.T) {
 		}
 		var res struct {
 			Messages []struct {
-				Role    string `json:"role"`
+				Role    string                `json:"role"`
 				Content struct{ Text string } `json:"content"`
 			} `json:"messages"`
 		}
