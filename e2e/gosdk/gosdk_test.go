@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -189,6 +190,7 @@ func TestGoSDK(t *testing.T) {
 					t.Fatalf("negotiated %s, want %s", got, version)
 				}
 				everyTool(t, cs, u)
+				promptsAndCompletions(t, cs)
 			})
 		}
 	}
@@ -351,5 +353,30 @@ func everyTool(t *testing.T, cs *mcp.ClientSession, u *updates) {
 			t.Fatalf("the slow run was not cancelled: %+v", got)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// promptsAndCompletions gets the run prompt and completes a target and a
+// run id.
+func promptsAndCompletions(t *testing.T, cs *mcp.ClientSession) {
+	ctx := testCtx(t)
+	list, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(list.Prompts) != 3 {
+		t.Fatalf("prompts/list: %v %v", list, err)
+	}
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "run", Arguments: map[string]string{"target": "hello"}})
+	if err != nil || len(p.Messages) != 1 {
+		t.Fatalf("prompts/get run: %v %v", p, err)
+	}
+	if tc, ok := p.Messages[0].Content.(*mcp.TextContent); !ok || !strings.Contains(tc.Text, "launch_run") {
+		t.Errorf("run prompt: %#v", p.Messages[0].Content)
+	}
+	c, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "run"}, Argument: mcp.CompleteParamsArgument{Name: "target", Value: "he"}})
+	if err != nil || len(c.Completion.Values) != 1 || c.Completion.Values[0] != "hello" {
+		t.Errorf("complete target: %v %v", c, err)
+	}
+	c, err = cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "cairn://runs/{run_id}"}, Argument: mcp.CompleteParamsArgument{Name: "run_id", Value: "run_"}})
+	if err != nil || len(c.Completion.Values) == 0 {
+		t.Errorf("complete run_id: %v %v", c, err)
 	}
 }
