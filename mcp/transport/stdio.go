@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
@@ -79,6 +80,7 @@ type stdioConn struct {
 	syncMu      sync.Mutex
 	syncSeq     int64
 	syncPending map[string]chan struct{}
+	lastMiss    time.Time    // when the last missed round was counted
 	syncMissed  atomic.Int32 // sync pings in a row the client let time out
 	// syncAnswering is set once the client answered one of our pings.
 	syncAnswering atomic.Bool

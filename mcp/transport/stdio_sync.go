@@ -68,6 +68,7 @@ func (c *stdioConn) syncClient(ctx context.Context) {
 	if c.syncMissed.Load() >= MaxMissedPings {
 		return
 	}
+	sentAt := time.Now()
 	id, ch := c.sendPing()
 	defer func() {
 		c.syncMu.Lock()
@@ -83,11 +84,25 @@ func (c *stdioConn) syncClient(ctx context.Context) {
 	select {
 	case <-ch:
 	case <-t.C:
-		if c.syncMissed.Add(1) == MaxMissedPings {
-			c.srv.log.Warn("mcp: the client does not answer ping requests; progress notifications may reach it after responses")
-		}
+		c.missed(sentAt)
 	case <-ctx.Done(): // the client is gone
 	case <-c.dead:
+	}
+}
+
+// missed counts a sync ping sent at sentAt that timed out. Pings sent
+// before the last miss was counted belong to the same round (concurrent
+// calls syncing at once) and count once: a client is given up on after
+// MaxMissedPings rounds in a row, not after one burst.
+func (c *stdioConn) missed(sentAt time.Time) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if !sentAt.After(c.lastMiss) {
+		return
+	}
+	c.lastMiss = time.Now()
+	if c.syncMissed.Add(1) == MaxMissedPings {
+		c.srv.log.Warn("mcp: the client does not answer ping requests; progress notifications may reach it after responses")
 	}
 }
 
