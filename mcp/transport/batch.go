@@ -41,16 +41,18 @@ func splitBatch(msg []byte, version string) ([]json.RawMessage, *rpcError) {
 	return elems, nil
 }
 
-// inBatchError refuses an initialize inside a batch (the spec forbids it).
-func inBatchError(h head) *rpcError {
-	if h.Method != string(mcpgo.MethodInitialize) {
-		return nil
+// parseElement parses one message of a batch, refusing an initialize
+// (the spec forbids it inside a batch).
+func parseElement(msg []byte) (head, *rpcError) {
+	h, rerr := parseHead(msg, "message")
+	if rerr != nil || h.Method != string(mcpgo.MethodInitialize) {
+		return h, rerr
 	}
 	id := h.ID
 	if !validID(id) {
 		id = json.RawMessage("null")
 	}
-	return &rpcError{id, mcpgo.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"}
+	return h, &rpcError{id, mcpgo.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"}
 }
 
 // serveBatch runs one on every element at once and returns the JSON array

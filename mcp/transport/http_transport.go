@@ -188,10 +188,7 @@ func (t *httpTransport) postBatch(w http.ResponseWriter, r *http.Request, body [
 	defer sess.inFlight.Add(-1)
 	ctx := t.srv.mcp.WithContext(r.Context(), sess)
 	b := serveBatch(elems, func(msg []byte) []byte {
-		h, rerr := parseHead(msg, "message")
-		if rerr == nil {
-			rerr = inBatchError(h)
-		}
+		h, rerr := parseElement(msg)
 		switch {
 		case rerr != nil:
 			return rerr.line()

@@ -262,10 +262,7 @@ func (c *stdioConn) takeSlot() (release func(), ok bool) {
 
 // serveElement serves one message of a batch and returns its answer.
 func (c *stdioConn) serveElement(ctx context.Context, msg []byte) []byte {
-	h, rerr := parseHead(msg, "message")
-	if rerr == nil {
-		rerr = inBatchError(h)
-	}
+	h, rerr := parseElement(msg)
 	switch {
 	case rerr != nil:
 		return rerr.line()
