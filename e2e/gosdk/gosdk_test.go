@@ -340,17 +340,25 @@ func everyTool(t *testing.T, cs *mcp.ClientSession, u *updates) {
 			t.Errorf("%s was not called", tool.Name)
 		}
 	}
-	// Wait for the cancelled run to settle so serve exits without handing
-	// work to a background worker.
+	// Wait for every run (the cancelled one, the automation's fire) to
+	// settle, so serve exits without handing work to a background worker.
 	for {
-		var got runRec
-		tb.ok("get_run", map[string]any{"run_id": slow.ID}, &got)
-		if got.Status == "cancelled" {
+		var page struct {
+			Runs []runRec `json:"runs"`
+		}
+		tb.ok("list_runs", nil, &page)
+		busy := 0
+		for _, r := range page.Runs {
+			if r.Status != "succeeded" && r.Status != "failed" && r.Status != "cancelled" {
+				busy++
+			}
+		}
+		if busy == 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the slow run was not cancelled: %+v", got)
+			t.Fatalf("runs did not settle: %+v", page.Runs)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
