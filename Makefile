@@ -2,7 +2,7 @@
 GO  ?= go
 BIN := $(CURDIR)/bin/mcp-host
 
-.PHONY: build test lint gotest e2e bench bench-smoke
+.PHONY: build test lint gotest e2e e2e-gosdk bench bench-smoke
 
 build:
 	$(GO) build -o $(BIN) ./cmd/mcp-host
@@ -24,11 +24,16 @@ lint:
 gotest:
 	$(GO) test -race -gcflags='modernc.org/...=-d=checkptr=0' ./...
 
-e2e: build
+e2e: build e2e-gosdk
 	@if [ -d e2e ]; then \
 	  command -v node >/dev/null || { echo "node is required for the end-to-end tests (install Node.js 20+)"; exit 1; }; \
 	  cd e2e && npm ci --no-audit --no-fund && MCP_HOST_BIN=$(BIN) npm test; \
 	fi
+
+# The official Go SDK client at every offered protocol version, over stdio
+# and HTTP: a module of its own (e2e/gosdk) so the SDK stays out of go.mod.
+e2e-gosdk: build
+	cd e2e/gosdk && MCP_HOST_BIN=$(BIN) $(GO) test -count=1 ./...
 
 # Benchmarks (issue 7): `bench` measures every figure against its goal and
 # against River on the same disk and rewrites BENCHMARKS.md (under 10

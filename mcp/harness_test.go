@@ -48,6 +48,8 @@ type fixture struct {
 type fixtureOpts struct {
 	maxInFlight int
 	noInit      bool
+	// version is the protocol version asked for (default 2025-11-25).
+	version     string
 	clientName  string
 	ignorePings bool
 	// runs replaces the fake engine when set (and runStore its store).
@@ -135,7 +137,11 @@ func setup(t testing.TB, o fixtureOpts) *fixture {
 		if name == "" {
 			name = "test client"
 		}
-		if _, err := f.client.Initialize(f.ctx(), name); err != nil {
+		version := o.version
+		if version == "" {
+			version = "2025-11-25"
+		}
+		if _, err := f.client.InitializeVersion(f.ctx(), name, version); err != nil {
 			t.Fatalf("initialize: %v", err)
 		}
 	}

@@ -131,7 +131,7 @@ func TestServeHTTPStops(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.ServeHTTP(ctx, transport.ListenParams{Addr: "127.0.0.1:0", Ready: func(a net.Addr) { ready <- a.String() }})
+		done <- srv.ServeHTTP(ctx, transport.ListenParams{Addr: "127.0.0.1:0", HTTPOptions: transport.HTTPOptions{NoAuth: true}, Ready: func(a net.Addr) { ready <- a.String() }})
 	}()
 	addr := <-ready
 	resp, err := newHTTPClient(t).Get("http://" + addr + "/elsewhere")

@@ -8,9 +8,11 @@ import (
 
 	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/internal/ids"
+	"github.com/cairnhq/cairn/mcp/transport"
 )
 
-// Every call is made by an agent: agent:<client name>. Ownership and the
+// Every call is made by an agent: agent:<client name> over stdio,
+// agent:<token name> over HTTP (httpPrincipal). Ownership and the
 // policy go by that principal, not by connection, so an automation an
 // agent created stays its own after it reconnects, and two clients with
 // different names never touch each other's automations. Each connection
@@ -28,10 +30,13 @@ func (s *Server) principal(ctx context.Context) access.Principal {
 	return access.Agent(s.clientName(ctx))
 }
 
-// httpPrincipal is the principal of a call over HTTP. It is the client's
-// name, as over stdio, until the transport tells the name of the token
-// the call presented; that name is then the principal.
+// httpPrincipal is the principal of a call over HTTP: the name of the
+// bearer token it presented (one token per client, each a principal), or
+// the client's name on a server without tokens (--no-auth).
 func (s *Server) httpPrincipal(ctx context.Context) access.Principal {
+	if name, ok := transport.TokenName(ctx); ok && name != "" {
+		return access.Agent(name)
+	}
 	return access.Agent(s.clientName(ctx))
 }
 

@@ -52,6 +52,7 @@ func outputSchema[T any]() json.RawMessage {
 		panic(fmt.Sprintf("output schema of %s: type %q, want a struct", reflect.TypeFor[T](), s.Type))
 	}
 	describeFields(s)
+	singleTypes(s)
 	b, err := json.Marshal(s)
 	if err != nil {
 		panic(fmt.Sprintf("encode output schema: %v", err))
@@ -71,4 +72,42 @@ func describeFields(s *jsonschema.Schema) {
 		describeFields(p)
 	}
 	describeFields(s.Items)
+}
+
+// singleTypes rewrites every node whose type is a list (["null",
+// "object"], a nullable field; the six JSON types, a free value) as anyOf
+// branches of one type each: a client that maps tool schemas onto a
+// single-type dialect (Gemini's function declarations, say) rejects or
+// drops a type list, and MCP Inspector's --strict warns about it. The
+// node's description stays on the node; its other keywords go to the
+// branch of their type.
+func singleTypes(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.Properties {
+		singleTypes(p)
+	}
+	singleTypes(s.Items)
+	singleTypes(s.AdditionalProperties)
+	if len(s.Types) < 2 {
+		return
+	}
+	nonNull := 0
+	for _, t := range s.Types {
+		if t != "null" {
+			nonNull++
+		}
+	}
+	branches := make([]*jsonschema.Schema, 0, len(s.Types))
+	for _, t := range s.Types {
+		if t == "null" || nonNull > 1 {
+			branches = append(branches, &jsonschema.Schema{Type: t})
+			continue
+		}
+		b := *s
+		b.Types, b.Type, b.Description = nil, t, ""
+		branches = append(branches, &b)
+	}
+	*s = jsonschema.Schema{Description: s.Description, AnyOf: branches}
 }

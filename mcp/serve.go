@@ -34,5 +34,6 @@ func (s *Server) transportConfig() transport.Config {
 	return transport.Config{
 		MCP: s.mcp, Log: s.log, MaxInFlight: s.maxInFlight,
 		SyncTimeout: s.syncTimeout, ShutdownGrace: s.shutdownGrace,
+		CheckSubscribe: s.checkSubscribe,
 	}
 }

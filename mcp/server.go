@@ -69,6 +69,8 @@ type Server struct {
 	syncTimeout   time.Duration // 0: the transport's default
 	shutdownGrace time.Duration // 0: the transport's default
 	subs          *subscriptions
+	logs          *runLog
+	args          argChecker
 
 	clientsMu sync.Mutex
 	clients   map[string]mcpgo.Implementation // session id -> initialize clientInfo
@@ -100,6 +102,7 @@ func New(p Params) *Server {
 	}
 	s.subs = newSubscriptions(s)
 	s.elicit = newElicitor(s)
+	s.logs = newRunLog(s)
 
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcpgo.InitializeRequest, _ *mcpgo.InitializeResult) {
@@ -113,7 +116,6 @@ func New(p Params) *Server {
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
 		s.forgetSession(sess.SessionID())
 	})
-	hooks.AddOnRequestInitialization(s.checkSubscribe)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcpgo.SubscribeRequest, _ *mcpgo.EmptyResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
 			s.subs.add(sess, req.Params.URI)
@@ -132,22 +134,38 @@ func New(p Params) *Server {
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
 		server.WithToolHandlerMiddleware(s.auditTool),
+		server.WithPromptCapabilities(false),
+		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{s}),
+		server.WithResourceCompletionProvider(completer{s}),
 		server.WithToolHandlerMiddleware(s.recoverTool),
+		server.WithToolHandlerMiddleware(s.args.middleware),
 		server.WithResourceHandlerMiddleware(s.recoverResource),
-		server.WithInputSchemaValidation(),
 		server.WithHooks(hooks),
 	)
+	s.args.mcp = s.mcp
 	s.mcp.AddTools(s.tools()...)
 	s.addResources()
+	s.addPrompts()
 	return s
 }
 
-// Start starts the resource watcher. It returns at once; Close stops it.
-func (s *Server) Start(ctx context.Context) error { return s.subs.start(ctx) }
+// Start starts the resource watcher and the run log. It returns at once;
+// Close stops them.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.subs.start(ctx); err != nil {
+		return err
+	}
+	s.logs.start(ctx)
+	return nil
+}
 
-// Close stops the resource watcher and waits for it. It is idempotent.
+// Close stops the resource watcher and the run log, waits for them and
+// for pending elicitations. It is idempotent.
 func (s *Server) Close() {
 	s.subs.stop()
+	s.logs.stop()
 	s.elicit.wait()
 }
 
@@ -302,4 +320,7 @@ func (e *unavailableError) Error() string {
 // RunChanged tells the server that a run or its journal changed, so that
 // subscribers hear of it at once rather than at the next poll. It never
 // blocks: wire it to runs.Options.OnChange.
-func (s *Server) RunChanged(string) { s.subs.poke() }
+func (s *Server) RunChanged(id string) {
+	s.subs.poke()
+	s.logs.changed(id)
+}

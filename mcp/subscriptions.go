@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -288,31 +287,18 @@ func (s *Server) notifyUpdated(ctx context.Context, sess server.ClientSession, u
 }
 
 // checkSubscribe refuses a resources/subscribe for a resource Cairn does
-// not serve, a hostile id, an unknown run, or one subscription too many,
-// before mcp-go acknowledges it.
-func (s *Server) checkSubscribe(ctx context.Context, _ any, message any) error {
-	raw, ok := message.(json.RawMessage)
-	if !ok {
-		return nil
-	}
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			URI string `json:"uri"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(raw, &m) != nil || m.Method != string(mcpgo.MethodResourcesSubscribe) {
-		return nil
-	}
-	id, _, err := parseRunURI(m.Params.URI)
+// not serve, a run that does not exist, or past the session's limit (the
+// transport answers RESOURCE_NOT_FOUND with the text).
+func (s *Server) checkSubscribe(ctx context.Context, sess server.ClientSession, uri string) error {
+	id, _, err := parseRunURI(uri)
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
-	if sess := server.ClientSessionFromContext(ctx); sess != nil && s.subs.count(sess.SessionID()) >= maxSubscriptions {
+	if sess != nil && s.subs.count(sess.SessionID()) >= maxSubscriptions {
 		return fmt.Errorf("subscribe: this session already has %d subscriptions; unsubscribe from settled runs first", maxSubscriptions)
 	}
 	if _, err := s.fingerprint(ctx, id); err != nil {
-		return fmt.Errorf("subscribe to %s: %w", m.Params.URI, err)
+		return fmt.Errorf("subscribe to %s: %w", uri, err)
 	}
 	return nil
 }

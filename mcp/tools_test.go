@@ -91,12 +91,21 @@ func walkBounds(t *testing.T, where string, node map[string]any) {
 func walkTyped(t *testing.T, where string, node map[string]any) {
 	t.Helper()
 	typ, ok := node["type"]
-	if !ok {
+	// A node of several types is anyOf branches of one type each (see
+	// singleTypes): every branch must be typed.
+	branches, _ := node["anyOf"].([]any)
+	if !ok && len(branches) == 0 {
 		t.Errorf("%s: no type: %v", where, node)
 	}
-	if list, ok := typ.([]any); ok && len(list) > 3 {
+	list, _ := typ.([]any)
+	if len(list) > 3 || len(branches) > 3 {
 		if d, _ := node["description"].(string); d == "" {
 			t.Errorf("%s: a free JSON value without a description", where)
+		}
+	}
+	for _, b := range branches {
+		if sub, ok := b.(map[string]any); ok {
+			walkTyped(t, where+"|", sub)
 		}
 	}
 	props, _ := node["properties"].(map[string]any)

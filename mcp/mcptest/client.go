@@ -186,8 +186,14 @@ func (c *Client) SendRaw(line []byte) error {
 
 // Initialize performs the initialize handshake as clientName.
 func (c *Client) Initialize(ctx context.Context, clientName string) (Message, error) {
+	return c.InitializeVersion(ctx, clientName, "2025-11-25")
+}
+
+// InitializeVersion performs the initialize handshake as clientName,
+// asking for protocol version.
+func (c *Client) InitializeVersion(ctx context.Context, clientName, version string) (Message, error) {
 	m, err := c.Call(ctx, "initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
+		"protocolVersion": version,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": clientName, "version": "1.0.0"},
 	})

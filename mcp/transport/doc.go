@@ -24,8 +24,26 @@
 // response is still reported as unknown. So before writing the response of
 // a call that sent notifications, the transport sends a ping request behind
 // them and waits for its answer (a client answers only after it handled
-// what came before); a client that lets two such pings go unanswered is not
-// pinged again.
+// what came before): at most 100 ms until the client has answered one of
+// our pings, and a client that lets two rounds of such pings go unanswered
+// is not pinged again (TestSyncWithoutPingAnswers); a late answer turns
+// syncing back on. The barrier stays because the TypeScript SDK still
+// needs it with progress written strictly before the response
+// (TestProgressNeverAfterResponse, and e2e/test's progress test).
+//
+// # Protocol rules both transports apply
+//
+// Before mcp-go sees a message: a request's id must be a string or an
+// integer (null and fractional ids get -32600), its method a string, its
+// params an object (-32602); an id still in flight is refused. A JSON-RPC
+// batch is served for a session that negotiated 2025-03-26 only (the one
+// version that has them), as one array of answers. A request cancelled by
+// notifications/cancelled gets no answer (calls.go). Version 2026-07-28's
+// stateless core is not offered: a request declaring it in _meta gets
+// UNSUPPORTED_PROTOCOL_VERSION with the versions served, server/discover
+// lists only those, and initialize negotiates at most 2025-11-25
+// (TestModernProtocolRefused). A resources/subscribe refused by
+// Config.CheckSubscribe gets RESOURCE_NOT_FOUND.
 //
 // Requests are served concurrently, up to Config.MaxInFlight at once, so
 // long polls never block a quick call. When the client closes stdin, long
@@ -36,7 +54,22 @@
 //
 // NewHandler is streamable HTTP at /mcp, also our own around
 // HandleMessage: a POST's progress notifications travel on that POST's own
-// SSE response, ahead of its response; a GET stream carries the session's
-// other notifications (resource updates). It refuses foreign Origin and
-// Host headers and, when configured, requests without the bearer token.
+// SSE response, ahead of its response (a client that accepts only
+// application/json gets JSON, without them); a GET stream carries the
+// session's other notifications (resource updates). It refuses foreign
+// Origin and Host headers, an MCP-Protocol-Version it does not serve (400),
+// and requests without one of the named bearer tokens (the scheme is
+// case-insensitive; a 401 carries a Bearer challenge, without
+// resource_metadata as no OAuth metadata is served). TokenName tells a
+// handler which token a request used; a session belongs to its token.
+// The session table evicts the least recently used idle session when
+// full; bodies are read within a deadline and charged to a shared budget
+// beyond their first 64 KiB; ServeHTTP caps open connections.
+//
+// Why not mcp-go's StreamableHTTPServer, wrapped: it shares one
+// notification channel per session among every open stream (a progress
+// notification could leave on another stream after its call's response),
+// and, as pinned, it serves a POST from a foreign Origin and reads bodies
+// of any size (TestMCPGoStreamableHTTPGaps). Revisit when it orders
+// notifications per request and checks Origin.
 package transport

@@ -19,8 +19,8 @@ const (
 	// flight at once (long polls included) before new ones are refused with
 	// a "server busy" error.
 	DefaultMaxInFlight = 256
-	// defaultSyncTimeout bounds the wait for a sync ping's answer (see
-	// syncClient).
+	// defaultSyncTimeout bounds the wait for a sync ping's answer from a
+	// client that answered one before (see syncClient).
 	defaultSyncTimeout = 3 * time.Second
 	// defaultShutdownGrace is how long requests in flight when the client
 	// closed its end may take before they are cancelled.
@@ -38,12 +38,15 @@ type Config struct {
 	// MaxInFlight bounds concurrent requests per connection; default
 	// DefaultMaxInFlight.
 	MaxInFlight int
-	// SyncTimeout bounds the wait for the answer to a sync ping (stdio);
-	// default 3s.
+	// SyncTimeout bounds the wait for the answer to a sync ping (stdio)
+	// from a client that answers pings; default 3s.
 	SyncTimeout time.Duration
 	// ShutdownGrace is how long requests in flight when the stdio client
 	// closed its end may run on before they are cancelled; default 5s.
 	ShutdownGrace time.Duration
+	// CheckSubscribe, when set, may refuse a resources/subscribe: the
+	// client gets RESOURCE_NOT_FOUND with the error's text.
+	CheckSubscribe func(ctx context.Context, sess server.ClientSession, uri string) error
 }
 
 // endpoint is a Config with its defaults applied.
@@ -53,10 +56,11 @@ type endpoint struct {
 	maxInFlight   int
 	syncTimeout   time.Duration
 	shutdownGrace time.Duration
+	checkSub      func(ctx context.Context, sess server.ClientSession, uri string) error
 }
 
 func newEndpoint(c Config) *endpoint {
-	e := &endpoint{mcp: c.MCP, log: c.Log, maxInFlight: c.MaxInFlight, syncTimeout: c.SyncTimeout, shutdownGrace: c.ShutdownGrace}
+	e := &endpoint{mcp: c.MCP, log: c.Log, maxInFlight: c.MaxInFlight, syncTimeout: c.SyncTimeout, shutdownGrace: c.ShutdownGrace, checkSub: c.CheckSubscribe}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -84,7 +88,7 @@ func (e *endpoint) handleSafely(ctx context.Context, id json.RawMessage, msg []b
 			}
 		}
 	}()
-	return e.mcp.HandleMessage(ctx, msg)
+	return e.mcp.HandleMessage(withOffered(ctx), msg)
 }
 
 // busyText refuses a request over the in-flight limit.

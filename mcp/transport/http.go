@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -17,10 +18,19 @@ const HTTPPath = "/mcp"
 
 // HTTPOptions configure the streamable HTTP transport.
 type HTTPOptions struct {
-	// Token, when set, is the bearer token every request must carry
-	// (Authorization: Bearer <token>).
+	// Token, when set, is a bearer token a request may carry
+	// (Authorization: Bearer <token>), named DefaultTokenName.
 	Token string
+	// Tokens are named bearer tokens, one per client: name to token. A
+	// request must carry one of them (or Token); TokenName tells which.
+	Tokens map[string]string
+	// NoAuth serves without a token. ServeHTTP refuses to start with no
+	// token unless NoAuth is set, and NoAuth on a non-loopback address.
+	NoAuth bool
 }
+
+// authenticated reports whether requests must carry a token.
+func (o HTTPOptions) authenticated() bool { return o.Token != "" || len(o.Tokens) > 0 }
 
 // NewHandler serves MCP over streamable HTTP at /mcp. It refuses
 // requests whose Origin header names anything but a loopback host (a web
@@ -37,7 +47,8 @@ type HTTPOptions struct {
 // response.) A GET opens the session's stream for notifications not tied
 // to a call (notifications/resources/updated); DELETE ends the session.
 func NewHandler(cfg Config, o HTTPOptions) http.Handler {
-	return &httpTransport{srv: newEndpoint(cfg), token: []byte(o.Token), sessions: map[string]*httpSession{}}
+	srv := newEndpoint(cfg)
+	return &httpTransport{srv: srv, tokens: newTokens(o), sessions: sessionTable{srv: srv, sessions: map[string]*list.Element{}}}
 }
 
 // loopbackOrigin reports whether an Origin header names a loopback host.
@@ -73,8 +84,12 @@ type ListenParams struct {
 // ErrRemoteAddr refuses a non-loopback listen address without AllowRemote.
 var ErrRemoteAddr = errors.New("address is not a loopback one")
 
-// ResolveListenAddr applies the loopback default and refuses a remote
-// address unless allowed (and then only with a token).
+// ErrNoToken refuses to serve HTTP with neither a token nor NoAuth.
+var ErrNoToken = errors.New("serving HTTP needs a bearer token")
+
+// ResolveListenAddr applies the loopback default, refuses a remote
+// address unless allowed (and then only with a token), and refuses to
+// serve without a token unless NoAuth says so on loopback.
 func ResolveListenAddr(p ListenParams) (string, error) {
 	host, port, err := net.SplitHostPort(p.Addr)
 	if err != nil {
@@ -87,9 +102,12 @@ func ResolveListenAddr(p ListenParams) (string, error) {
 		if !p.AllowRemote {
 			return "", fmt.Errorf("listen on %s: %w; serve on 127.0.0.1, or pass --allow-remote with --token-file", host, ErrRemoteAddr)
 		}
-		if p.Token == "" {
+		if !p.authenticated() {
 			return "", fmt.Errorf("listen on %s: a non-loopback address needs a bearer token (--token-file)", host)
 		}
+	}
+	if !p.authenticated() && !p.NoAuth {
+		return "", fmt.Errorf("listen on %s: %w (a token file, or --no-auth to serve loopback clients without one)", host, ErrNoToken)
 	}
 	return net.JoinHostPort(host, port), nil
 }
@@ -105,9 +123,12 @@ func ServeHTTP(ctx context.Context, cfg Config, p ListenParams) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	ln = newLimitListener(ln, maxHTTPConns)
 	hs := &http.Server{
 		Handler:           NewHandler(cfg, p.HTTPOptions),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	if p.Ready != nil {

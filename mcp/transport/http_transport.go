@@ -3,63 +3,24 @@ package transport
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-)
-
-// HTTP session limits.
-const (
-	maxHTTPSessions    = 1000
-	httpSessionIdle    = time.Hour // a session unused this long is dropped
-	httpHeartbeatEvery = 30 * time.Second
 )
 
 // httpTransport is the streamable HTTP transport (see NewHandler).
 type httpTransport struct {
-	srv   *endpoint
-	token []byte
-
-	mu       sync.Mutex
-	sessions map[string]*httpSession
+	srv      *endpoint
+	tokens   *tokens
+	sessions sessionTable
+	bodies   bodyBudget
 }
-
-// httpSession is one client's session, from initialize to DELETE.
-type httpSession struct {
-	id            string
-	notifications chan mcpgo.JSONRPCNotification // for the GET stream
-	clientState
-	listening atomic.Bool // a GET stream is open
-	inFlight  atomic.Int64
-	lastUsed  atomic.Int64 // unix nanoseconds
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-var (
-	_ server.ClientSession         = (*httpSession)(nil)
-	_ server.SessionWithLogging    = (*httpSession)(nil)
-	_ server.SessionWithClientInfo = (*httpSession)(nil)
-)
-
-func (h *httpSession) SessionID() string { return h.id }
-func (h *httpSession) NotificationChannel() chan<- mcpgo.JSONRPCNotification {
-	return h.notifications
-}
-func (h *httpSession) close() { h.closeOnce.Do(func() { close(h.done) }) }
 
 func (t *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
@@ -73,13 +34,13 @@ func (t *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if len(t.token) > 0 {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), t.token) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-host"`)
-			http.Error(w, "Unauthorized: a bearer token is required (see --token-file)", http.StatusUnauthorized)
+	if t.tokens.required() {
+		name, ok := t.tokens.match(r)
+		if !ok {
+			unauthorized(w, r)
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, name))
 	}
 	if r.URL.Path != HTTPPath {
 		http.NotFound(w, r)
@@ -111,70 +72,30 @@ func writeJSONRPCError(w http.ResponseWriter, status int, id json.RawMessage, co
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
+	writeJSONRPC(w, status, errorLine(id, code, msg))
+}
+
+func writeJSONRPC(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(errorLine(id, code, msg), '\n'))
+	w.Write(append(b, '\n'))
 }
 
-// session finds the session a request names.
-func (t *httpTransport) session(w http.ResponseWriter, r *http.Request, id json.RawMessage) *httpSession {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		writeJSONRPCError(w, http.StatusBadRequest, id, mcpgo.INVALID_REQUEST, "Bad Request: no Mcp-Session-Id header; initialize first")
-		return nil
+// versionHeaderOK checks the MCP-Protocol-Version header: a version this
+// server does not offer gets 400 with the versions it does.
+func versionHeaderOK(w http.ResponseWriter, r *http.Request, id json.RawMessage) bool {
+	v := r.Header.Get(mcpgo.HeaderProtocolVersion)
+	if v == "" || offered(v) {
+		return true
 	}
-	t.mu.Lock()
-	sess := t.sessions[sid]
-	t.mu.Unlock()
-	if sess == nil {
-		writeJSONRPCError(w, http.StatusNotFound, id, mcpgo.INVALID_REQUEST, "session not found: it ended or the server restarted; initialize again")
-		return nil
+	if len(id) == 0 || !validID(id) {
+		id = json.RawMessage("null")
 	}
-	sess.lastUsed.Store(time.Now().UnixNano())
-	return sess
-}
-
-// newSession makes and registers a session for an initialize request.
-func (t *httpTransport) newSession(ctx context.Context) (*httpSession, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	sess := &httpSession{id: hex.EncodeToString(b[:]), notifications: make(chan mcpgo.JSONRPCNotification, 256), done: make(chan struct{})}
-	sess.lastUsed.Store(time.Now().UnixNano())
-	t.mu.Lock()
-	t.sweepLocked()
-	if len(t.sessions) >= maxHTTPSessions {
-		t.mu.Unlock()
-		return nil, fmt.Errorf("too many sessions (%d); end some with DELETE", maxHTTPSessions)
-	}
-	t.sessions[sess.id] = sess
-	t.mu.Unlock()
-	if err := t.srv.mcp.RegisterSession(ctx, sess); err != nil {
-		t.forget(sess)
-		return nil, err
-	}
-	return sess, nil
-}
-
-// sweepLocked drops sessions unused for httpSessionIdle.
-func (t *httpTransport) sweepLocked() {
-	cutoff := time.Now().Add(-httpSessionIdle).UnixNano()
-	for id, sess := range t.sessions {
-		if sess.lastUsed.Load() < cutoff && !sess.listening.Load() && sess.inFlight.Load() == 0 {
-			delete(t.sessions, id)
-			sess.close()
-			t.srv.mcp.UnregisterSession(context.Background(), id)
-		}
-	}
-}
-
-func (t *httpTransport) forget(sess *httpSession) {
-	t.mu.Lock()
-	delete(t.sessions, sess.id)
-	t.mu.Unlock()
-	sess.close()
-	t.srv.mcp.UnregisterSession(context.Background(), sess.id)
+	e := mcpgo.UnsupportedProtocolVersionError{Version: v, Supported: offeredVersions}.JSONRPCError()
+	e.Error.Message = fmt.Sprintf("Bad Request: unsupported %s %q; this server speaks %s", mcpgo.HeaderProtocolVersion, v, strings.Join(offeredVersions, ", "))
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e.Error})
+	writeJSONRPC(w, http.StatusBadRequest, b)
+	return false
 }
 
 func (t *httpTransport) post(w http.ResponseWriter, r *http.Request) {
@@ -182,137 +103,139 @@ func (t *httpTransport) post(w http.ResponseWriter, r *http.Request) {
 		writeJSONRPCError(w, http.StatusUnsupportedMediaType, nil, mcpgo.INVALID_REQUEST, "Unsupported Media Type: send application/json")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMessageBytes))
+	acc := parseAccept(r.Header.Get("Accept"))
+	if !acc.json && !acc.sse {
+		http.Error(w, "Not Acceptable: accept application/json or text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	body, charged, err := t.bodies.readBody(w, r)
+	defer t.bodies.give(charged)
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, mcpgo.INVALID_REQUEST, oversizeText(0))
-			return
+		status, text := bodyErrorStatus(err)
+		code := mcpgo.INVALID_REQUEST
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+			code = mcpgo.INTERNAL_ERROR
 		}
-		writeJSONRPCError(w, http.StatusBadRequest, nil, mcpgo.PARSE_ERROR, "read request body: "+err.Error())
+		writeJSONRPCError(w, status, nil, code, text)
 		return
 	}
 	body = bytes.TrimSpace(body)
-	head, code, text := parseHead(body, "body")
-	if code == 0 && head.hasID() && !validID(head.ID) {
-		code, text = mcpgo.INVALID_REQUEST, badIDText
-	}
-	if code != 0 {
-		writeJSONRPCError(w, http.StatusBadRequest, nil, code, text)
+	token, _ := TokenName(r.Context())
+	stream := &sseWriter{w: w, noSSE: !acc.sse, sseOnly: !acc.json}
+	if isBatch(body) {
+		t.postBatch(w, r, body, token, stream)
 		return
 	}
-	hasID := head.hasID()
-
+	h, rerr := parseHead(body, "body")
+	if rerr != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, rerr.id, rerr.code, rerr.text)
+		return
+	}
+	if h.isRequest() {
+		if b := refuseModern(h); b != nil {
+			writeJSONRPC(w, http.StatusBadRequest, b)
+			return
+		}
+	}
 	var sess *httpSession
-	if head.Method != nil && *head.Method == string(mcpgo.MethodInitialize) {
-		if sess, err = t.newSession(r.Context()); err != nil {
-			writeJSONRPCError(w, http.StatusServiceUnavailable, head.ID, mcpgo.INTERNAL_ERROR, err.Error())
+	if h.Method == string(mcpgo.MethodInitialize) && h.isRequest() {
+		if sess, err = t.sessions.open(r.Context(), token); err != nil {
+			w.Header().Set("Retry-After", "1")
+			writeJSONRPCError(w, http.StatusServiceUnavailable, h.ID, mcpgo.INTERNAL_ERROR, err.Error())
 			return
 		}
 		w.Header().Set("Mcp-Session-Id", sess.id)
-	} else if sess = t.session(w, r, head.ID); sess == nil {
-		return
-	}
-
-	ctx := t.srv.mcp.WithContext(r.Context(), sess)
-	if head.Method == nil || !hasID {
-		// A notification, or a response to a server request: no answer.
-		if head.Method != nil {
-			t.srv.handleSafely(ctx, nil, body)
+	} else {
+		if !versionHeaderOK(w, r, h.ID) {
+			return
 		}
+		if sess = t.sessions.lookup(w, r, h.ID, token); sess == nil {
+			return
+		}
+	}
+	ctx := t.srv.mcp.WithContext(r.Context(), sess)
+	if !h.isRequest() {
+		t.serveElement(ctx, sess, stream, h, body)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	if n := sess.inFlight.Add(1); n > int64(t.srv.maxInFlight) {
 		sess.inFlight.Add(-1)
-		writeJSONRPCError(w, http.StatusOK, head.ID, mcpgo.INTERNAL_ERROR, busyText(t.srv.maxInFlight))
+		writeJSONRPCError(w, http.StatusOK, h.ID, mcpgo.INTERNAL_ERROR, busyText(t.srv.maxInFlight))
 		return
 	}
 	defer sess.inFlight.Add(-1)
+	b, cancelled := t.serveRequest(ctx, sess, stream, h, body)
+	stream.answer(b, cancelled)
+}
 
-	stream := &sseWriter{w: w}
-	ctx = context.WithValue(ctx, notifierKey{}, stream)
-	resp := t.srv.handleSafely(ctx, head.ID, body)
-	if resp == nil {
-		w.WriteHeader(http.StatusAccepted)
+// postBatch serves a batch (protocol version 2025-03-26 only).
+func (t *httpTransport) postBatch(w http.ResponseWriter, r *http.Request, body []byte, token string, stream *sseWriter) {
+	if !versionHeaderOK(w, r, nil) {
 		return
 	}
-	b, ok := resp.(rawLine)
-	if !ok {
-		if b, err = json.Marshal(resp); err != nil {
-			writeJSONRPCError(w, http.StatusInternalServerError, head.ID, mcpgo.INTERNAL_ERROR, "encode response: "+err.Error())
-			return
+	sess := t.sessions.lookup(w, r, nil, token)
+	if sess == nil {
+		return
+	}
+	elems, rerr := splitBatch(body, sess.ProtocolVersion())
+	if rerr != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, rerr.id, rerr.code, rerr.text)
+		return
+	}
+	sess.inFlight.Add(1)
+	defer sess.inFlight.Add(-1)
+	ctx := t.srv.mcp.WithContext(r.Context(), sess)
+	b := serveBatch(elems, func(msg []byte) []byte {
+		h, rerr := parseElement(msg)
+		switch {
+		case rerr != nil:
+			return rerr.line()
+		case !h.isRequest():
+			t.serveElement(ctx, sess, stream, h, msg)
+			return nil
 		}
-	}
-	if stream.finish(b) {
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(b, '\n'))
+		b, cancelled := t.serveRequest(ctx, sess, stream, h, msg)
+		if cancelled {
+			return nil
+		}
+		return b
+	})
+	stream.answer(b, false)
 }
 
-// sseWriter turns a POST's answer into an SSE stream at its first
-// notification; the response is then the stream's last event.
-type sseWriter struct {
-	w       http.ResponseWriter
-	mu      sync.Mutex
-	started bool
-	failed  bool
+// serveElement serves a notification, or a response of the client to a
+// request of ours (the one place those arrive on HTTP).
+func (t *httpTransport) serveElement(ctx context.Context, sess *httpSession, _ *sseWriter, h head, msg []byte) {
+	if !h.HasMethod {
+		return // a response to a server request: none are sent yet
+	}
+	t.srv.notification(ctx, &sess.calls, h, msg)
 }
 
-func (s *sseWriter) event(b []byte) error {
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Connection", "keep-alive")
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
-	}
-	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
-		s.failed = true
-		return err
-	}
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
-	return nil
-}
-
-func (s *sseWriter) sendNotification(_ context.Context, n mcpgo.JSONRPCNotification) error {
-	b, err := json.Marshal(n)
+// serveRequest runs one request; its notifications go on stream.
+func (t *httpTransport) serveRequest(ctx context.Context, sess *httpSession, stream *sseWriter, h head, msg []byte) (answer []byte, cancelled bool) {
+	ctx = context.WithValue(ctx, notifierKey{}, stream)
+	rs, resp := t.srv.request(ctx, &sess.calls, h, msg)
+	b, err := encodeAnswer(resp)
 	if err != nil {
-		return fmt.Errorf("encode notification %s: %w", n.Method, err)
+		b = errorLine(h.ID, mcpgo.INTERNAL_ERROR, err.Error())
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed {
-		return errConnClosed
-	}
-	return s.event(b)
-}
-
-// finish writes the response as the last event when the stream started,
-// and reports whether it did.
-func (s *sseWriter) finish(resp []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.started {
-		return false
-	}
-	if !s.failed {
-		_ = s.event(resp)
-	}
-	return true
+	return b, rs != nil && rs.cancelled.Load()
 }
 
 // get serves the session's stream of notifications not tied to a call.
 func (t *httpTransport) get(w http.ResponseWriter, r *http.Request) {
-	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	if !parseAccept(r.Header.Get("Accept")).sse || r.Header.Get("Accept") == "" {
 		http.Error(w, "Not Acceptable: the GET stream is text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	sess := t.session(w, r, nil)
+	if !versionHeaderOK(w, r, nil) {
+		return
+	}
+	token, _ := TokenName(r.Context())
+	sess := t.sessions.lookup(w, r, nil, token)
 	if sess == nil {
 		return
 	}
@@ -321,18 +244,14 @@ func (t *httpTransport) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sess.listening.Store(false)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
+	stream := &sseWriter{w: w}
+	stream.start()
 	if _, err := io.WriteString(w, ": stream open\n\n"); err != nil {
 		return
 	}
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
-	stream := &sseWriter{w: w, started: true}
 	heartbeat := time.NewTicker(httpHeartbeatEvery)
 	defer heartbeat.Stop()
 	for {
@@ -357,10 +276,14 @@ func (t *httpTransport) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (t *httpTransport) delete(w http.ResponseWriter, r *http.Request) {
-	sess := t.session(w, r, nil)
+	if !versionHeaderOK(w, r, nil) {
+		return
+	}
+	token, _ := TokenName(r.Context())
+	sess := t.sessions.lookup(w, r, nil, token)
 	if sess == nil {
 		return
 	}
-	t.forget(sess)
+	t.sessions.forget(sess)
 	w.WriteHeader(http.StatusOK)
 }

@@ -36,7 +36,8 @@ func extractID(line []byte) json.RawMessage {
 	return head.ID
 }
 
-// validID reports whether a raw JSON-RPC id is a string or a number.
+// validID reports whether a raw JSON-RPC id is a string or an integer
+// (MCP refuses null and fractional ids).
 func validID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
@@ -47,7 +48,11 @@ func validID(id json.RawMessage) bool {
 		return json.Unmarshal(id, &s) == nil
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		var n json.Number
-		return json.Unmarshal(id, &n) == nil
+		if json.Unmarshal(id, &n) != nil {
+			return false
+		}
+		_, err := n.Int64()
+		return err == nil
 	}
 	return false
 }
@@ -75,26 +80,79 @@ type rawLine []byte
 
 // head is the part of a JSON-RPC message that routes it.
 type head struct {
-	ID     json.RawMessage `json:"id"`
-	Method *string         `json:"method"`
+	// ID is the raw id: nil when absent, "null" when null.
+	ID json.RawMessage
+	// Method is the method; HasMethod tells a request or notification
+	// from a response.
+	Method    string
+	HasMethod bool
+	// Params is the raw params, nil when absent.
+	Params json.RawMessage
 }
 
-// hasID reports whether the message carries an id (a request, or a
-// response to one of ours).
+// hasID reports whether the message carries a non-null id (a request, or
+// a response to one of ours).
 func (h head) hasID() bool { return len(h.ID) > 0 && !bytes.Equal(h.ID, []byte("null")) }
 
-// parseHead reads a message's head. A message that is not one JSON object
-// gets the code and text of the JSON-RPC error that refuses it; what names
-// the message in that text ("line", "body").
-func parseHead(msg []byte, what string) (h head, code int, text string) {
-	if err := json.Unmarshal(msg, &h); err != nil {
-		if json.Valid(msg) {
-			return h, mcpgo.INVALID_REQUEST, "Invalid Request: a message must be one JSON object (batches are not supported)"
-		}
-		return h, mcpgo.PARSE_ERROR, "Parse error: the " + what + " is not valid JSON: " + jsonErrorText(err)
-	}
-	return h, 0, ""
+// isRequest reports whether the message is a request (it expects an answer).
+func (h head) isRequest() bool { return h.HasMethod && len(h.ID) > 0 }
+
+// rpcError is a JSON-RPC error to answer a message with.
+type rpcError struct {
+	id   json.RawMessage // the request's id, or null
+	code int
+	text string
 }
 
-// badIDText refuses a request whose id is neither a string nor a number.
-const badIDText = "Invalid Request: id must be a string or a number"
+func (e *rpcError) line() []byte { return errorLine(e.id, e.code, e.text) }
+
+// parseHead reads and checks a message's head: one JSON object whose
+// method is a string, whose id (on a request) is a string or an integer,
+// and whose params (on a request) are an object. A message that breaks a
+// rule gets the JSON-RPC error that refuses it; what names the message in
+// its text ("line", "body"). A notification with bad params is left to
+// mcp-go, which answers nothing.
+func parseHead(msg []byte, what string) (head, *rpcError) {
+	var raw struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	null := json.RawMessage("null")
+	if err := json.Unmarshal(msg, &raw); err != nil {
+		if json.Valid(msg) {
+			return head{}, &rpcError{null, mcpgo.INVALID_REQUEST, "Invalid Request: a message must be a JSON object"}
+		}
+		return head{}, &rpcError{null, mcpgo.PARSE_ERROR, "Parse error: the " + what + " is not valid JSON: " + jsonErrorText(err)}
+	}
+	h := head{ID: raw.ID, Params: raw.Params}
+	answerID := null
+	if validID(raw.ID) {
+		answerID = raw.ID
+	}
+	if raw.Method == nil {
+		if raw.Result == nil && raw.Error == nil {
+			return h, &rpcError{answerID, mcpgo.INVALID_REQUEST, "Invalid Request: a message needs a method"}
+		}
+		return h, nil // a response to one of our requests
+	}
+	if err := json.Unmarshal(raw.Method, &h.Method); err != nil {
+		return h, &rpcError{answerID, mcpgo.INVALID_REQUEST, "Invalid Request: method must be a string"}
+	}
+	h.HasMethod = true
+	if len(raw.ID) == 0 {
+		return h, nil // a notification
+	}
+	if !validID(raw.ID) {
+		return h, &rpcError{null, mcpgo.INVALID_REQUEST, badIDText}
+	}
+	if p := bytes.TrimSpace(raw.Params); len(p) > 0 && p[0] != '{' && !bytes.Equal(p, null) {
+		return h, &rpcError{raw.ID, mcpgo.INVALID_PARAMS, "Invalid params: params must be a JSON object"}
+	}
+	return h, nil
+}
+
+// badIDText refuses a request whose id is neither a string nor an integer.
+const badIDText = "Invalid Request: id must be a string or an integer"

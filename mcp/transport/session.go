@@ -13,6 +13,7 @@ type stdioSession struct {
 	conn          *stdioConn
 	notifications chan mcpgo.JSONRPCNotification
 	clientState
+	resourceSubs
 }
 
 var (
@@ -23,7 +24,9 @@ var (
 )
 
 func newStdioSession(c *stdioConn) *stdioSession {
-	return &stdioSession{conn: c, notifications: make(chan mcpgo.JSONRPCNotification, 1024)}
+	s := &stdioSession{conn: c, notifications: make(chan mcpgo.JSONRPCNotification, 1024)}
+	s.resourceSubs = resourceSubs{sess: s, check: c.srv.checkSub}
+	return s
 }
 
 func (s *stdioSession) SessionID() string { return "stdio" }

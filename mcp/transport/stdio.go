@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
@@ -66,6 +67,7 @@ type stdioConn struct {
 	barrier chan chan struct{}
 	slots   chan struct{} // in-flight request slots
 	reqs    sync.WaitGroup
+	calls   calls
 
 	writeErr   atomic.Pointer[error]
 	writerDone chan struct{}
@@ -78,9 +80,12 @@ type stdioConn struct {
 	syncMu      sync.Mutex
 	syncSeq     int64
 	syncPending map[string]chan struct{}
+	lastMiss    time.Time    // when the last missed round was counted
 	syncMissed  atomic.Int32 // sync pings in a row the client let time out
 	// Server-to-client requests (see client_request.go).
 	clientReqs clientRequests
+	// syncAnswering is set once the client answered one of our pings.
+	syncAnswering atomic.Bool
 }
 
 func newStdioConn(s *endpoint, out io.Writer) *stdioConn {
@@ -180,7 +185,7 @@ func (c *stdioConn) readLoop(ctx context.Context, in io.Reader) error {
 }
 
 // handleLine dispatches one message: notifications inline (they are quick
-// and their order matters), requests on their own goroutine.
+// and their order matters), requests and batches on their own goroutine.
 func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 	if size > MaxMessageBytes {
 		id := json.RawMessage("null")
@@ -194,82 +199,114 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 	if len(trimmed) == 0 {
 		return
 	}
-	head, code, text := parseHead(trimmed, "line")
-	if code != 0 {
-		c.enqueue(errorLine(json.RawMessage("null"), code, text))
-		return
-	}
-	hasID := head.hasID()
-	if head.Method == nil {
-		if hasID {
-			// A response to a server-initiated request: a sync ping, or
-			// one sent by request.
-			if !c.clientAnswered(head.ID, trimmed) {
-				c.syncAnswered(head.ID)
-			}
+	if isBatch(trimmed) {
+		elems, rerr := splitBatch(trimmed, c.session.ProtocolVersion())
+		if rerr != nil {
+			c.enqueue(rerr.line())
 			return
 		}
-		c.enqueue(errorLine(json.RawMessage("null"), mcpgo.INVALID_REQUEST, "Invalid Request: a message needs a method"))
+		c.reqs.Add(1)
+		go func() {
+			defer c.reqs.Done()
+			if b := serveBatch(elems, func(msg []byte) []byte { return c.serveElement(ctx, msg) }); b != nil {
+				c.enqueue(b)
+			}
+		}()
 		return
 	}
-	if !hasID {
-		// A notification: handled in order, on the read loop.
-		if resp := c.handle(ctx, nil, trimmed); resp != nil {
-			c.writeResponse(resp)
+	h, rerr := parseHead(trimmed, "line")
+	switch {
+	case rerr != nil:
+		c.enqueue(rerr.line())
+	case !h.HasMethod:
+		c.clientResponse(h, trimmed)
+	case !h.isRequest():
+		c.srv.notification(ctx, &c.calls, h, trimmed)
+	default:
+		release, ok := c.takeSlot()
+		if !ok {
+			c.enqueue(errorLine(h.ID, mcpgo.INTERNAL_ERROR, busyText(cap(c.slots))))
+			return
 		}
-		return
+		c.reqs.Add(1)
+		msg := append([]byte(nil), trimmed...)
+		go func() {
+			defer c.reqs.Done()
+			// The slot is freed before the response is written: a client may
+			// send its next request the moment it reads this response.
+			defer release()
+			b := c.serveRequest(ctx, h, msg)
+			release()
+			if b != nil {
+				c.enqueue(b)
+			}
+		}()
 	}
-	if !validID(head.ID) {
-		c.enqueue(errorLine(json.RawMessage("null"), mcpgo.INVALID_REQUEST, badIDText))
-		return
+}
+
+// clientResponse is where every response of the client to a request of
+// ours arrives: the answers to requests sent by request
+// (client_request.go), else to sync pings.
+func (c *stdioConn) clientResponse(h head, msg []byte) {
+	if h.hasID() && !c.clientAnswered(h.ID, msg) {
+		c.syncAnswered(h.ID)
 	}
+}
+
+// takeSlot takes an in-flight slot, without waiting; release is
+// idempotent.
+func (c *stdioConn) takeSlot() (release func(), ok bool) {
 	select {
 	case c.slots <- struct{}{}:
+		return sync.OnceFunc(func() { <-c.slots }), true
 	default:
-		c.enqueue(errorLine(head.ID, mcpgo.INTERNAL_ERROR, busyText(cap(c.slots))))
-		return
+		return nil, false
 	}
-	c.reqs.Add(1)
-	msg := append([]byte(nil), trimmed...)
-	go func() {
-		defer c.reqs.Done()
-		// The slot is freed before the response is written: a client may
-		// send its next request the moment it reads this response.
-		release := sync.OnceFunc(func() { <-c.slots })
-		defer release()
-		rs := &reqState{}
-		fwd := c.forwarded.Load()
-		resp := c.handle(context.WithValue(ctx, reqStateKey{}, rs), head.ID, msg)
-		if resp == nil {
-			return
-		}
-		// Anything the handler sent through mcp-go's notification channel
-		// is queued before its response.
-		c.flushNotifications()
-		if rs.notified.Load() || c.forwarded.Load() != fwd {
-			c.syncClient(ctx)
-		}
-		release()
-		c.writeResponse(resp)
-	}()
 }
 
-// handle runs HandleMessage, turning a panic into an internal error.
-func (c *stdioConn) handle(ctx context.Context, id json.RawMessage, msg []byte) any {
-	return c.srv.handleSafely(ctx, id, msg)
+// serveElement serves one message of a batch and returns its answer.
+func (c *stdioConn) serveElement(ctx context.Context, msg []byte) []byte {
+	h, rerr := parseElement(msg)
+	switch {
+	case rerr != nil:
+		return rerr.line()
+	case !h.HasMethod:
+		c.clientResponse(h, msg)
+		return nil
+	case !h.isRequest():
+		c.srv.notification(ctx, &c.calls, h, msg)
+		return nil
+	}
+	release, ok := c.takeSlot()
+	if !ok {
+		return errorLine(h.ID, mcpgo.INTERNAL_ERROR, busyText(cap(c.slots)))
+	}
+	defer release()
+	return c.serveRequest(ctx, h, msg)
 }
 
-func (c *stdioConn) writeResponse(resp any) {
-	if b, ok := resp.(rawLine); ok {
-		c.enqueue(b)
-		return
-	}
-	b, err := json.Marshal(resp)
+// serveRequest runs one request and returns its answer, nil when there is
+// none (the client cancelled it). Anything the handler sent through
+// mcp-go's notification channel is queued before the answer.
+func (c *stdioConn) serveRequest(ctx context.Context, h head, msg []byte) []byte {
+	fwd := c.forwarded.Load()
+	rs, resp := c.srv.request(ctx, &c.calls, h, msg)
+	b, err := encodeAnswer(resp)
 	if err != nil {
 		c.srv.log.Error("mcp: encode response", "err", err)
-		return
+		b = errorLine(h.ID, mcpgo.INTERNAL_ERROR, err.Error())
 	}
-	c.enqueue(b)
+	if b == nil || rs == nil {
+		return b
+	}
+	c.flushNotifications()
+	if rs.notified.Load() || c.forwarded.Load() != fwd {
+		c.syncClient(ctx)
+	}
+	if rs.cancelled.Load() {
+		return nil
+	}
+	return b
 }
 
 // enqueue queues one line for the writer. It blocks while the queue is

@@ -4,18 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
-
-// reqState is what a request's goroutine learns while its handler runs.
-type reqState struct {
-	notified atomic.Bool // it sent a notification (progress)
-}
-
-type reqStateKey struct{}
 
 // sendNotification queues a notification in order with everything this
 // goroutine queued before and after it. It is how progress is sent.
@@ -49,9 +42,16 @@ func (c *stdioConn) flushNotifications() {
 }
 
 // MaxMissedPings is how many sync pings in a row a client may let time
-// out (Config.SyncTimeout) before syncing is off for the rest of the
-// connection.
+// out before syncing is off for the rest of the connection.
 const MaxMissedPings = 2
+
+// unprovenSyncTimeout bounds the wait for a sync ping's answer while the
+// client has answered none of our pings: a client that does not answer
+// pings is held up at most this long, MaxMissedPings times.
+const unprovenSyncTimeout = 100 * time.Millisecond
+
+// syncIDPrefix starts the ids of our pings.
+const syncIDPrefix = `"cairn-sync-`
 
 // syncClient makes sure the client has processed every notification
 // queued so far before the caller writes a response. Order on the wire is
@@ -61,38 +61,72 @@ const MaxMissedPings = 2
 // as having an "unknown token". syncClient sends a ping request (which
 // every MCP peer must answer) behind the notifications and waits for the
 // answer: a client answers it only after it handled what came before.
+// The wait is Config.SyncTimeout for a client that answered a ping
+// before, unprovenSyncTimeout for one that did not; syncing is off after
+// MaxMissedPings unanswered in a row, and on again at a late answer.
 func (c *stdioConn) syncClient(ctx context.Context) {
 	if c.syncMissed.Load() >= MaxMissedPings {
 		return
 	}
-	c.syncMu.Lock()
-	c.syncSeq++
-	id := fmt.Sprintf(`"cairn-sync-%d"`, c.syncSeq)
-	ch := make(chan struct{})
-	c.syncPending[id] = ch
-	c.syncMu.Unlock()
+	sentAt := time.Now()
+	id, ch := c.sendPing()
 	defer func() {
 		c.syncMu.Lock()
 		delete(c.syncPending, id)
 		c.syncMu.Unlock()
 	}()
-	c.enqueue([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`))
-	t := time.NewTimer(c.srv.syncTimeout)
+	timeout := c.srv.syncTimeout
+	if !c.syncAnswering.Load() {
+		timeout = min(timeout, unprovenSyncTimeout)
+	}
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-ch:
-		c.syncMissed.Store(0)
 	case <-t.C:
-		if c.syncMissed.Add(1) == MaxMissedPings {
-			c.srv.log.Warn("mcp: the client does not answer ping requests; progress notifications may reach it after responses")
-		}
+		c.missed(sentAt)
 	case <-ctx.Done(): // the client is gone
 	case <-c.dead:
 	}
 }
 
-// syncAnswered delivers the answer to a sync ping.
+// missed counts a sync ping sent at sentAt that timed out. Pings sent
+// before the last miss was counted belong to the same round (concurrent
+// calls syncing at once) and count once: a client is given up on after
+// MaxMissedPings rounds in a row, not after one burst.
+func (c *stdioConn) missed(sentAt time.Time) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if !sentAt.After(c.lastMiss) {
+		return
+	}
+	c.lastMiss = time.Now()
+	if c.syncMissed.Add(1) == MaxMissedPings {
+		c.srv.log.Warn("mcp: the client does not answer ping requests; progress notifications may reach it after responses")
+	}
+}
+
+// sendPing queues a ping request and returns its id and the channel
+// closed when its answer arrives.
+func (c *stdioConn) sendPing() (string, chan struct{}) {
+	c.syncMu.Lock()
+	c.syncSeq++
+	id := fmt.Sprintf(`%s%d"`, syncIDPrefix, c.syncSeq)
+	ch := make(chan struct{})
+	c.syncPending[id] = ch
+	c.syncMu.Unlock()
+	c.enqueue([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`))
+	return id, ch
+}
+
+// syncAnswered delivers the answer to a sync ping; any answer to one of
+// ours, late ones too, shows the client answers pings.
 func (c *stdioConn) syncAnswered(id json.RawMessage) {
+	if !strings.HasPrefix(string(id), syncIDPrefix) {
+		return
+	}
+	c.syncAnswering.Store(true)
+	c.syncMissed.Store(0)
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	if ch, ok := c.syncPending[string(id)]; ok {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,6 +22,8 @@ type serveOptions struct {
 	http        string
 	tokenFile   string
 	allowRemote bool
+	noAuth      bool
+	addToken    string
 }
 
 // serveCommands: serve.
@@ -39,6 +40,10 @@ By default it speaks over stdin and stdout, as MCP clients (Claude Code, Claude
 Desktop, Cursor, VS Code) start it; stdout carries the protocol only and logs
 go to stderr. With --http 127.0.0.1:PORT it serves streamable HTTP at /mcp
 instead, on loopback unless --allow-remote is given (which needs --token-file).
+HTTP clients need a bearer token: the first serve --http creates one in
+http-tokens under the state root (mode 0600) and prints the line that
+configures a client; --add-token NAME adds one per client ("NAME TOKEN" lines,
+each client a principal), --no-auth serves loopback clients without one.
 
 serve is a full peer: it executes the runs it launches, adopts runs whose
 process died, and fires automations while it holds the scheduler lock. When its
@@ -55,6 +60,8 @@ client goes away while runs are still going, it hands them to a background
 	f.StringVar(&o.http, "http", "", "serve streamable HTTP at ADDR (host:port, e.g. 127.0.0.1:8765; port 0 picks one) instead of stdio")
 	f.StringVar(&o.tokenFile, "token-file", "", "with --http: require the bearer token in FILE (mode 0600)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "with --http: allow a non-loopback address (requires --token-file)")
+	f.BoolVar(&o.noAuth, "no-auth", false, "with --http on loopback: serve without a bearer token")
+	f.StringVar(&o.addToken, "add-token", "", "with --http: add a token for the client NAME to the state root's http-tokens file and print it")
 	return []*cobra.Command{cmd}
 }
 
@@ -66,22 +73,34 @@ type mcpHost struct {
 }
 
 func (e *env) serve(ctx context.Context, o serveOptions) error {
-	if o.http == "" && (o.tokenFile != "" || o.allowRemote) {
-		return usagef("--token-file and --allow-remote go with --http")
+	if o.http == "" && (o.tokenFile != "" || o.allowRemote || o.noAuth || o.addToken != "") {
+		return usagef("--token-file, --allow-remote, --no-auth and --add-token go with --http")
 	}
-	var token string
-	if o.tokenFile != "" {
-		t, err := readToken(o.tokenFile)
-		if err != nil {
-			return err
-		}
-		token = t
+	if o.noAuth && (o.tokenFile != "" || o.addToken != "" || o.allowRemote) {
+		return usagef("--no-auth serves loopback clients without a token: not with --token-file, --add-token or --allow-remote")
 	}
-	listen := transport.ListenParams{Addr: o.http, AllowRemote: o.allowRemote, HTTPOptions: transport.HTTPOptions{Token: token}}
+	if o.tokenFile != "" && o.addToken != "" {
+		return usagef("--add-token adds to the state root's http-tokens file: edit your --token-file instead")
+	}
+	listen := transport.ListenParams{Addr: o.http, AllowRemote: o.allowRemote, HTTPOptions: transport.HTTPOptions{NoAuth: o.noAuth}}
 	if o.http != "" {
-		if _, err := transport.ResolveListenAddr(listen); err != nil {
+		// The address alone: a remote one needs --token-file (read below).
+		check := listen
+		check.NoAuth = o.tokenFile == ""
+		if !check.NoAuth {
+			check.Token = "from --token-file"
+		}
+		if _, err := transport.ResolveListenAddr(check); err != nil {
 			return usagef("%v", err)
 		}
+	}
+	var toks *httpTokens
+	if o.http != "" && !o.noAuth {
+		var err error
+		if toks, err = e.httpTokens(o); err != nil {
+			return err
+		}
+		listen.NoAuth, listen.Tokens = false, toks.tokens
 	}
 
 	h, err := e.openHost(ctx)
@@ -102,7 +121,9 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	var serveErr error
 	if o.http != "" {
 		listen.Ready = func(addr net.Addr) {
-			fmt.Fprintf(e.stdio.Err, "mcp-host: serving MCP at http://%s%s for %s\n", addr, transport.HTTPPath, h.Workspace.Root)
+			url := fmt.Sprintf("http://%s%s", addr, transport.HTTPPath)
+			fmt.Fprintf(e.stdio.Err, "mcp-host: serving MCP at %s for %s\n", url, h.Workspace.Root)
+			toks.announce(e.stdio.Err, url)
 		}
 		serveErr = h.srv.ServeHTTP(ctx, listen)
 	} else {
@@ -128,26 +149,6 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 	}
 	h.handOff(e)
 	return serveErr
-}
-
-// readToken reads a bearer token file, refusing one others can read.
-func readToken(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("read token file %s: it is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", fmt.Errorf("read token file %s: it is empty", path)
-	}
-	return token, nil
 }
 
 // openHost opens the workspace's host and builds the MCP server over it.
