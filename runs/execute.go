@@ -272,12 +272,12 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 	}
 	x.pending = nil
 	x.run = r
-	x.e.log.Info("run settled", "run", x.id, "target", r.Target, "status", status, "error", errText)
 	if inline {
 		x.j.stored()
-		return
+	} else {
+		x.j.add(end)
 	}
-	x.j.add(end)
+	x.e.log.Info("run settled", "run", x.id, "target", r.Target, "status", status, "error", errText)
 }
 
 func (x *execution) env() workflows.Env {

@@ -20,7 +20,7 @@ var ErrUnquotedShellInput = errors.New("interpolates input without shellQuote: a
 // reads the input without shellQuote. Inputs whose schema type is a
 // number or a boolean cannot carry a command and are not reported.
 func (p *parser) lintShell(n *yaml.Node, field string, schema []byte) {
-	s, ok := p.str(n, field)
+	s, ok := p.raw(n, field)
 	if !ok {
 		return
 	}
