@@ -230,6 +230,7 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 	}
 	x.pending = nil
 	x.run = r
+	x.e.removeStepFile(x.id) // its last call's outcome is in the ledger now
 	if inline {
 		x.j.stored()
 		return
@@ -317,6 +318,17 @@ func (x *execution) call(st *workflows.Step, pos int, en *store.LedgerEntry) flo
 		return x.sleepStep(st, pos, en)
 	case workflows.KindAsk:
 		return x.askStep(st, pos, en)
+	}
+	if en != nil && x.supervised(st) {
+		// An earlier owner started it under a supervisor: take its result,
+		// waiting for it while the supervisor lives.
+		res, gone, f := x.attachStep(st, pos)
+		if f != flowNext {
+			return f
+		}
+		if !gone {
+			return x.processOutcome(st, pos, res)
+		}
 	}
 	if en != nil {
 		switch {

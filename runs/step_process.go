@@ -17,6 +17,15 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 	if _, err := x.start(st, pos, nil); err != nil {
 		return x.storeFailed("record step start", err)
 	}
+	if x.supervised(st) {
+		res, gone := x.superviseStep(st, pos, spec)
+		if gone {
+			return x.call(st, pos, x.ledger[callKey{st.ID, pos}])
+		}
+		return x.processOutcome(st, pos, res)
+	}
+	// In memory (a dry run, tests): nothing of the run outlives this
+	// process, so its steps run here.
 	spec.onStart = func(pid int) {
 		x.j.write(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", PID: pid})
 	}
@@ -26,8 +35,22 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 		}
 		x.j.write(Record{Type: RecordText, Step: st.ID, Stream: stream, Text: line, Dropped: dropped})
 	}
-	res := runProcess(x.ctx, spec)
+	return x.processOutcome(st, pos, runProcess(x.ctx, spec))
+}
+
+// supervised reports whether st's calls run under a step supervisor.
+func (x *execution) supervised(st *workflows.Step) bool {
+	return !x.e.opts.InMemory && (st.Kind == workflows.KindExec || st.Kind == workflows.KindShell)
+}
+
+// processOutcome records what became of an exec or shell call.
+func (x *execution) processOutcome(st *workflows.Step, pos int, res procResult) flow {
 	rec := stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
+	if res.detached {
+		x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "detached", PID: res.PID,
+			Text: fmt.Sprintf("pid %d lets go of the step, which goes on under its supervisor pid %d; the run's next owner takes its result", x.e.pid, res.PID)})
+		return x.interruption()
+	}
 	if res.Interrupted != nil {
 		return x.cutShort(st, pos, rec)
 	}

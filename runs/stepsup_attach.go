@@ -1,0 +1,107 @@
+package runs
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/workflows"
+)
+
+// groupStopWait bounds how long killing what is left of an earlier
+// attempt's process group may take.
+const groupStopWait = 10 * time.Second
+
+// attachStep re-attaches to call pos of st, which an earlier owner
+// started and did not finish: while its supervisor lives, it waits for
+// its result (the supervisor writes the step's output to the journal
+// meanwhile); a result recorded while nobody owned the run is taken as
+// is. It reports gone when the supervisor ended without a result (or
+// none was started): no process of the call is left then, and the
+// caller decides whether to run it again. f is not flowNext when the
+// execution must stop first.
+func (x *execution) attachStep(st *workflows.Step, pos int) (res procResult, gone bool, f flow) {
+	noted, signalled := false, false
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		state, err := readStepState(x.stepFile())
+		if err != nil {
+			x.j.add(Record{Type: RecordNote, Step: st.ID, Text: err.Error()})
+		}
+		if state.is(st.ID, pos) && state.Result != nil {
+			x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("took the result step %s's supervisor recorded (pid %d)", st.ID, state.Supervisor.PID)})
+			return x.takeResult(st.ID, state.Result), false, flowNext
+		}
+		held, err := x.e.locker.isHeld(stepKey(x.id))
+		if err != nil {
+			return res, false, x.storeFailed("test step lock", err)
+		}
+		if !held {
+			res, gone, err := x.checkGone(st, pos)
+			if err == nil {
+				return res, gone, flowNext
+			}
+			if !errors.Is(err, locks.ErrHeld) {
+				x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("%v; pid %d lets go of the run", err, x.e.pid)})
+				return res, false, flowRelease
+			}
+			continue // a supervisor took the lock just now
+		}
+		if !noted && state.is(st.ID, pos) {
+			noted = true
+			x.j.write(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("pid %d re-attached to step %s, which goes on under its supervisor pid %d", x.e.pid, st.ID, state.Supervisor.PID)})
+		}
+		if x.interrupted() {
+			if x.interruption() != flowCancel {
+				return res, false, x.interruption()
+			}
+			if !signalled && state.is(st.ID, pos) {
+				signalled = true
+				_ = signalProcess(state.Supervisor, syscall.SIGTERM)
+			}
+		}
+		time.Sleep(delay) // another process's supervisor: nothing to wait on but time
+	}
+}
+
+// checkGone decides, holding the step's lock (so no supervisor is in the
+// middle of the call), whether call pos of st has a result after all or
+// is gone; what is left of its process group is killed first. The error
+// wraps locks.ErrHeld when a supervisor holds the lock.
+func (x *execution) checkGone(st *workflows.Step, pos int) (procResult, bool, error) {
+	lock, err := x.e.locker.tryLock(stepKey(x.id))
+	if err != nil {
+		return procResult{}, false, err
+	}
+	defer lock.Unlock()
+	state, err := readStepState(x.stepFile())
+	if err != nil {
+		return procResult{}, false, err
+	}
+	if !state.is(st.ID, pos) {
+		return procResult{}, true, nil // its supervisor never started
+	}
+	if state.Result != nil {
+		return x.takeResult(st.ID, state.Result), false, nil
+	}
+	if err := stopGroupOf(state.Command, groupStopWait); err != nil {
+		return procResult{}, false, err
+	}
+	x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s's supervisor pid %d is gone without a result", st.ID, state.Supervisor.PID)})
+	return procResult{}, true, nil
+}
+
+// signalStepSupervisor tells the supervisor of run id's step in flight,
+// whichever process started it, to stop its command: a cancel reaches
+// the step even when the run's owner is stuck.
+func (e *Engine) signalStepSupervisor(id string) {
+	if e.opts.InMemory {
+		return
+	}
+	state, err := readStepState(stepFilePath(e.ws.OutputDir(), id))
+	if err != nil || state == nil || state.Result != nil {
+		return
+	}
+	_ = signalProcess(state.Supervisor, syscall.SIGTERM)
+}
