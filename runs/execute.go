@@ -322,12 +322,17 @@ func (x *execution) call(st *workflows.Step, pos int, en *store.LedgerEntry) flo
 	if en != nil && x.supervised(st) {
 		// An earlier owner started it under a supervisor: take its result,
 		// waiting for it while the supervisor lives.
-		res, gone, f := x.attachStep(st, pos)
-		if f != flowNext {
+		res, found, f := x.attachStep(st, pos, en.Starts)
+		switch {
+		case f != flowNext:
 			return f
-		}
-		if !gone {
+		case found == attachTaken:
 			return x.processOutcome(st, pos, res)
+		case found == attachUnstarted && decodeDetail(en.Detail).Supervised:
+			// Started under a supervisor that never reached the command:
+			// nothing of it ran, nothing is ambiguous.
+			x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s was started by an earlier owner and never reached its command; running it", st.ID)})
+			return x.dispatch(st, pos)
 		}
 	}
 	if en != nil {

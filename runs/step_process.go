@@ -14,11 +14,16 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 	if err != nil {
 		return x.failStep(st, pos, err.Error())
 	}
-	if _, err := x.start(st, pos, nil); err != nil {
+	var detail *stepDetail
+	if x.supervised(st) {
+		detail = &stepDetail{Supervised: true}
+	}
+	en, err := x.start(st, pos, detail)
+	if err != nil {
 		return x.storeFailed("record step start", err)
 	}
-	if x.supervised(st) {
-		res, gone := x.superviseStep(st, pos, spec)
+	if detail != nil {
+		res, gone := x.superviseStep(st, pos, en.Starts, spec)
 		if gone {
 			return x.call(st, pos, x.ledger[callKey{st.ID, pos}])
 		}

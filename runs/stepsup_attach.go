@@ -14,37 +14,45 @@ import (
 // attempt's process group may take.
 const groupStopWait = 10 * time.Second
 
+// attached is what attachStep found of a call an earlier owner started.
+type attached int
+
+const (
+	attachTaken     attached = iota // its result (res)
+	attachGone                      // its supervisor ended without a result: it may or may not have run
+	attachUnstarted                 // it never reached its command
+)
+
 // attachStep re-attaches to call pos of st, which an earlier owner
-// started and did not finish: while its supervisor lives, it waits for
-// its result (the supervisor writes the step's output to the journal
-// meanwhile); a result recorded while nobody owned the run is taken as
-// is. It reports gone when the supervisor ended without a result (or
-// none was started): no process of the call is left then, and the
-// caller decides whether to run it again. f is not flowNext when the
+// started (for the starts-th time) and did not finish: while its
+// supervisor lives, it waits for its result (the supervisor writes the
+// step's output to the journal meanwhile); a result recorded while nobody
+// owned the run is taken as is. When the supervisor is gone without a
+// result, no process of the call is left (what was left is killed), and
+// the caller decides whether to run it again. f is not flowNext when the
 // execution must stop first.
-func (x *execution) attachStep(st *workflows.Step, pos int) (res procResult, gone bool, f flow) {
+func (x *execution) attachStep(st *workflows.Step, pos, starts int) (res procResult, found attached, f flow) {
 	noted, signalled := false, false
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
 		state, err := readStepState(x.stepFile())
 		if err != nil {
 			x.j.add(Record{Type: RecordNote, Step: st.ID, Text: err.Error()})
 		}
-		if state.is(st.ID, pos) && state.Result != nil {
-			x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("took the result step %s's supervisor recorded (pid %d)", st.ID, state.Supervisor.PID)})
-			return x.takeResult(st.ID, state.Result), false, flowNext
+		if state.isStart(st.ID, pos, starts) && state.Result != nil {
+			return x.tookResult(st, state), attachTaken, flowNext
 		}
 		held, err := x.e.locker.isHeld(stepKey(x.id))
 		if err != nil {
-			return res, false, x.storeFailed("test step lock", err)
+			return res, attachGone, x.storeFailed("test step lock", err)
 		}
 		if !held {
-			res, gone, err := x.checkGone(st, pos)
+			res, found, err := x.checkGone(st, pos, starts)
 			if err == nil {
-				return res, gone, flowNext
+				return res, found, flowNext
 			}
 			if !errors.Is(err, locks.ErrHeld) {
 				x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("%v; pid %d lets go of the run", err, x.e.pid)})
-				return res, false, flowRelease
+				return res, attachGone, flowRelease
 			}
 			continue // a supervisor took the lock just now
 		}
@@ -54,7 +62,7 @@ func (x *execution) attachStep(st *workflows.Step, pos int) (res procResult, gon
 		}
 		if x.interrupted() {
 			if x.interruption() != flowCancel {
-				return res, false, x.interruption()
+				return res, attachGone, x.interruption()
 			}
 			if !signalled && state.is(st.ID, pos) {
 				signalled = true
@@ -69,27 +77,33 @@ func (x *execution) attachStep(st *workflows.Step, pos int) (res procResult, gon
 // middle of the call), whether call pos of st has a result after all or
 // is gone; what is left of its process group is killed first. The error
 // wraps locks.ErrHeld when a supervisor holds the lock.
-func (x *execution) checkGone(st *workflows.Step, pos int) (procResult, bool, error) {
+func (x *execution) checkGone(st *workflows.Step, pos, starts int) (procResult, attached, error) {
 	lock, err := x.e.locker.tryLock(stepKey(x.id))
 	if err != nil {
-		return procResult{}, false, err
+		return procResult{}, attachGone, err
 	}
 	defer lock.Unlock()
 	state, err := readStepState(x.stepFile())
 	if err != nil {
-		return procResult{}, false, err
+		return procResult{}, attachGone, err
 	}
-	if !state.is(st.ID, pos) {
-		return procResult{}, true, nil // its supervisor never started
-	}
-	if state.Result != nil {
-		return x.takeResult(st.ID, state.Result), false, nil
+	switch {
+	case !state.isStart(st.ID, pos, starts):
+		return procResult{}, attachUnstarted, nil
+	case state.Result != nil:
+		return x.tookResult(st, state), attachTaken, nil
 	}
 	if err := stopGroupOf(state.Command, groupStopWait); err != nil {
-		return procResult{}, false, err
+		return procResult{}, attachGone, err
 	}
 	x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s's supervisor pid %d is gone without a result", st.ID, state.Supervisor.PID)})
-	return procResult{}, true, nil
+	return procResult{}, attachGone, nil
+}
+
+// tookResult notes and returns the result a supervisor recorded.
+func (x *execution) tookResult(st *workflows.Step, state *stepState) procResult {
+	x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("took the result step %s's supervisor recorded (pid %d)", st.ID, state.Supervisor.PID)})
+	return x.takeResult(st.ID, state.Result)
 }
 
 // signalStepSupervisor tells the supervisor of run id's step in flight,

@@ -97,7 +97,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	st := &stepState{Step: spec.Step, Attempt: spec.Attempt, Supervisor: refOf(os.Getpid())}
+	st := &stepState{Step: spec.Step, Attempt: spec.Attempt, Starts: spec.Starts, Supervisor: refOf(os.Getpid())}
 	if err := writeStepState(path, st); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2

@@ -115,9 +115,11 @@ func (s *supervisor) reason() string {
 // superviseStep runs spec under a step supervisor and watches it. gone
 // says the supervisor ended without a result: whether the command ran is
 // unknown (its process group is gone).
-func (x *execution) superviseStep(st *workflows.Step, pos int, spec procSpec) (res procResult, gone bool) {
+func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec procSpec) (res procResult, gone bool) {
 	x.j.flush() // the supervisor's records come after ours
-	s, err := x.startSupervisor(x.stepSpec(st, pos, spec))
+	ss := x.stepSpec(st, pos, spec)
+	ss.Starts = starts
+	s, err := x.startSupervisor(ss)
 	if err != nil {
 		res.Err = err
 		return res, false

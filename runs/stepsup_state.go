@@ -35,6 +35,7 @@ type stepSpec struct {
 	RunID         string        `json:"run_id"`
 	Step          string        `json:"step"`
 	Attempt       int           `json:"attempt"`
+	Starts        int           `json:"starts"` // the ledger's count of the call's starts
 	Argv          []string      `json:"argv"`
 	Dir           string        `json:"dir"`
 	Env           []string      `json:"env"`
@@ -55,6 +56,7 @@ type stepSpec struct {
 type stepState struct {
 	Step       string      `json:"step"`
 	Attempt    int         `json:"attempt"`
+	Starts     int         `json:"starts"`
 	Supervisor procRef     `json:"supervisor"`
 	Command    procRef     `json:"command,omitzero"` // its process group has the same id
 	Result     *stepResult `json:"result,omitempty"`
@@ -63,6 +65,13 @@ type stepState struct {
 // is reports whether s is about call pos of step.
 func (s *stepState) is(step string, pos int) bool {
 	return s != nil && s.Step == step && s.Attempt == pos
+}
+
+// isStart reports whether s is about the starts-th start of call pos of
+// step: a supervisor writes it before it starts the command, so a call
+// whose start is not in the step file never reached its command.
+func (s *stepState) isStart(step string, pos, starts int) bool {
+	return s.is(step, pos) && s.Starts == starts
 }
 
 // procRef names a process: its pid and its start time (clock ticks after
