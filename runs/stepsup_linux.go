@@ -27,6 +27,11 @@ func groupAttr(dieWithParent bool) *syscall.SysProcAttr {
 	return a
 }
 
+// supervisorExe is the binary a step supervisor runs: this process's own
+// image, even when its file was replaced or removed since it started (an
+// upgrade), so owner and supervisor always agree.
+func supervisorExe() (string, error) { return "/proc/self/exe", nil }
+
 // zombie reports whether pid has exited and waits to be reaped.
 func zombie(pid int) bool {
 	st, ok := procStat(strconv.Itoa(pid))

@@ -61,6 +61,10 @@ func superviseMain(in io.Reader, status *os.File) int {
 		return 2
 	}
 	syscall.CloseOnExec(int(status.Fd())) // not the command's
+	// From the start: a cancel that comes before the command starts
+	// means it never starts.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
 	r := bufio.NewReaderSize(in, 64<<10)
 	var spec stepSpec
 	line, err := readLine(r, maxSpecLine)
@@ -95,8 +99,6 @@ func superviseMain(in io.Reader, status *os.File) int {
 	if l, err := readLine(r, 16); err != nil || string(l) != goLine {
 		return 0 // the starter is gone: nothing was started
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
 	st := &stepState{Step: spec.Step, Attempt: spec.Attempt, Starts: spec.Starts, Supervisor: refOf(os.Getpid())}
 	if err := writeStepState(path, st); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
@@ -118,7 +120,12 @@ func superviseMain(in io.Reader, status *os.File) int {
 		}
 		j.write(Record{Type: RecordText, Step: spec.Step, Stream: stream, Text: line, Dropped: dropped})
 	}
-	res := runProcess(ctx, ps)
+	var res procResult
+	if ctx.Err() != nil {
+		res.Interrupted = context.Cause(ctx) // told to stop before it started
+	} else {
+		res = runProcess(ctx, ps)
+	}
 	j.close()
 	st.Result = resultOfProcess(res)
 	if err := writeStepState(path, st); err != nil {

@@ -28,7 +28,7 @@ type supervisor struct {
 // on a pipe. It returns once the supervisor holds the step's lock and was
 // told to go.
 func (x *execution) startSupervisor(spec stepSpec) (*supervisor, error) {
-	exe, err := os.Executable()
+	exe, err := supervisorExe()
 	if err != nil {
 		return nil, fmt.Errorf("start step supervisor: find the executable: %w", err)
 	}
@@ -50,9 +50,13 @@ func (x *execution) startSupervisor(spec stepSpec) (*supervisor, error) {
 	if v, ok := os.LookupEnv("GORACE"); ok {
 		env = append(env, "GORACE="+v) // a race-enabled test binary stands in for mcp-host
 	}
+	name, err := os.Executable() // what ps shows
+	if err != nil {
+		name = exe
+	}
 	cmd := &exec.Cmd{
 		Path:       exe,
-		Args:       []string{exe},
+		Args:       []string{name},
 		Env:        env,
 		Dir:        "/",
 		Stdin:      inR,
@@ -124,27 +128,21 @@ func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec proc
 		res.Err = err
 		return res, false
 	}
-	stopping := false
-	for {
-		select {
-		case <-s.done:
-			return x.supervisedResult(st, pos, s)
-		case <-x.ctx.Done():
-		}
-		if errors.Is(context.Cause(x.ctx), errCancelRequested) {
-			if !stopping {
-				stopping = true
-				_ = s.cmd.Process.Signal(syscall.SIGTERM) // it stops the command and records it
-			}
-			<-s.done
-			return x.supervisedResult(st, pos, s)
-		}
-		// The engine stops or the run was taken over: the step goes on
-		// under its supervisor, and whoever owns the run next takes its
-		// result (the reaping goroutine ends with it).
-		res.PID, res.Interrupted, res.detached = s.ref.PID, context.Cause(x.ctx), true
-		return res, false
+	select {
+	case <-s.done:
+		return x.supervisedResult(st, pos, s)
+	case <-x.ctx.Done():
 	}
+	if errors.Is(context.Cause(x.ctx), errCancelRequested) {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM) // it stops the command and records it
+		<-s.done
+		return x.supervisedResult(st, pos, s)
+	}
+	// The engine stops or the run was taken over: the step goes on under
+	// its supervisor, and whoever owns the run next takes its result (the
+	// reaping goroutine ends with the supervisor).
+	res.PID, res.Interrupted, res.detached = s.ref.PID, context.Cause(x.ctx), true
+	return res, false
 }
 
 // supervisedResult reads the result the supervisor s recorded.
