@@ -43,6 +43,11 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 	return x.processOutcome(st, pos, runProcess(x.ctx, spec))
 }
 
+// record is what the ledger keeps of a process.
+func (res procResult) record() stepRecord {
+	return stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
+}
+
 // supervised reports whether st's calls run under a step supervisor.
 func (x *execution) supervised(st *workflows.Step) bool {
 	return !x.e.opts.InMemory && (st.Kind == workflows.KindExec || st.Kind == workflows.KindShell)
@@ -50,7 +55,7 @@ func (x *execution) supervised(st *workflows.Step) bool {
 
 // processOutcome records what became of an exec or shell call.
 func (x *execution) processOutcome(st *workflows.Step, pos int, res procResult) flow {
-	rec := stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
+	rec := res.record()
 	if res.detached {
 		x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "detached", PID: res.PID,
 			Text: fmt.Sprintf("pid %d lets go of the step, which goes on under its supervisor pid %d; the run's next owner takes its result", x.e.pid, res.PID)})

@@ -81,25 +81,18 @@ type procRef struct {
 	Start uint64 `json:"start,omitempty"`
 }
 
-// stepResult is what became of a supervised command (procResult's
-// durable form).
+// stepResult is what became of a supervised command: what the ledger
+// keeps of it, and what the supervisor saw.
 type stepResult struct {
-	PID             int    `json:"pid,omitempty"`
-	ExitCode        *int   `json:"exit_code,omitempty"`
-	Stdout          string `json:"stdout,omitempty"`
-	Stderr          string `json:"stderr,omitempty"`
-	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
-	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
-	TimedOut        bool   `json:"timed_out,omitempty"`
+	stepRecord
+	TimedOut bool `json:"timed_out,omitempty"`
 	// Stopped: the supervisor was told to stop the command (a cancel).
 	Stopped bool   `json:"stopped,omitempty"`
 	Err     string `json:"error,omitempty"`
 }
 
 func resultOfProcess(res procResult) *stepResult {
-	r := &stepResult{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
-		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated, TimedOut: res.TimedOut,
-		Stopped: res.Interrupted != nil}
+	r := &stepResult{stepRecord: res.record(), TimedOut: res.TimedOut, Stopped: res.Interrupted != nil}
 	if res.Err != nil {
 		r.Err = res.Err.Error()
 	}

@@ -213,20 +213,10 @@ func TestSupervisorRedactsTheSpecsSecrets(t *testing.T) {
 	te := setup(t, nil)
 	const secret = "hunter2-s3cr3t"
 	id := "run_redact"
-	spec := stepSpec{
-		RunID: id, Step: "leak", Attempt: 1,
-		Argv:      []string{"sh", "-c", `echo "token=$TOKEN twice $TOKEN"; echo "$TOKEN" >&2; tr '\0' ' ' < /proc/$PPID/cmdline; echo; tr '\0' '\n' < /proc/$PPID/environ`},
-		Dir:       te.ws.Root,
-		Env:       []string{"PATH=" + os.Getenv("PATH"), "TOKEN=" + secret},
-		Grace:     time.Second,
-		OutputCap: 1 << 20, LineCap: 1 << 10, JournalRunCap: DefaultJournalRunCap,
-		OutputDir: te.ws.OutputDir(), LocksDir: te.ws.LocksDir(),
-		Redact: []string{secret},
-	}
-	x := &execution{e: te.e, id: id, ctx: te.ctx}
-	x.j = te.e.openJournal(id)
-	defer x.j.close()
-	s, err := x.startSupervisor(spec)
+	spec := te.stepSpec(id, "leak", `echo "token=$TOKEN twice $TOKEN"; echo "$TOKEN" >&2; tr '\0' ' ' < /proc/$PPID/cmdline; echo; tr '\0' '\n' < /proc/$PPID/environ`)
+	spec.Env = append(spec.Env, "TOKEN="+secret)
+	spec.Redact = []string{secret}
+	s, err := te.execution(id).startSupervisor(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,16 +266,7 @@ func TestStepRunsAgainOnlyOnceTheEarlierGroupIsGone(t *testing.T) {
 	if err := writeStepState(path, &stepState{Step: "s", Attempt: 1, Supervisor: procRef{PID: 999999999}, Command: refOf(left.Process.Pid)}); err != nil {
 		t.Fatal(err)
 	}
-	spec := stepSpec{
-		RunID: id, Step: "s", Attempt: 1,
-		Argv: []string{"sh", "-c", "echo started"}, Dir: te.ws.Root, Env: []string{"PATH=" + os.Getenv("PATH")},
-		Grace: time.Second, OutputCap: 1 << 10, LineCap: 1 << 10, JournalRunCap: DefaultJournalRunCap,
-		OutputDir: te.ws.OutputDir(), LocksDir: te.ws.LocksDir(),
-	}
-	x := &execution{e: te.e, id: id, ctx: te.ctx}
-	x.j = te.e.openJournal(id)
-	defer x.j.close()
-	s, err := x.startSupervisor(spec)
+	s, err := te.execution(id).startSupervisor(te.stepSpec(id, "s", "echo started"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,4 +281,23 @@ func TestStepRunsAgainOnlyOnceTheEarlierGroupIsGone(t *testing.T) {
 	if state == nil || state.Result == nil || state.Result.Stdout != "started\n" {
 		t.Fatalf("step file: %+v", state)
 	}
+}
+
+// stepSpec is a supervisor's spec for a shell script as step of run id.
+func (te *testEnv) stepSpec(id, step, script string) stepSpec {
+	return stepSpec{
+		RunID: id, Step: step, Attempt: 1, Starts: 1,
+		Argv: []string{"sh", "-c", script}, Dir: te.ws.Root, Env: []string{"PATH=" + os.Getenv("PATH")},
+		Grace: time.Second, OutputCap: 1 << 20, LineCap: 1 << 10, JournalRunCap: DefaultJournalRunCap,
+		OutputDir: te.ws.OutputDir(), LocksDir: te.ws.LocksDir(),
+	}
+}
+
+// execution is an execution of run id on te's engine, as far as starting
+// a supervisor needs one; its journal is closed when the test ends.
+func (te *testEnv) execution(id string) *execution {
+	x := &execution{e: te.e, id: id, ctx: te.ctx}
+	x.j = te.e.openJournal(id)
+	te.t.Cleanup(x.j.close)
+	return x
 }

@@ -14,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+import { stopWorkers, until } from '../lib.mjs';
+
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 const tmp = mkdtempSync(join(tmpdir(), 'cairn-handoff-'));
@@ -40,27 +42,8 @@ function cli(...args) {
   return execFileSync(bin, args, { cwd: workspace, env: env(), stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 }
 
-// until polls fn until it returns a truthy value (a bounded loop that turns
-// a hang into a failure, not a timed assertion).
-async function until(what, fn, { tries = 600, every = 100 } = {}) {
-  for (let i = 0; i < tries; i++) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, every));
-  }
-  assert.fail(`gave up waiting for ${what}`);
-}
-
 after(async () => {
-  // Stop the worker serve started (it would idle a minute first).
-  try {
-    const status = JSON.parse(cli('--json', 'status'));
-    for (const ws of status.workspaces ?? []) {
-      if (ws.worker?.pid) {
-        try { process.kill(ws.worker.pid, 'SIGTERM'); } catch { /* gone */ }
-      }
-    }
-  } catch { /* no status */ }
+  if (bin) await stopWorkers(bin, workspace, env());
   rmSync(tmp, { recursive: true, force: true });
 });
 

@@ -17,6 +17,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
+import { stopWorkers, until } from '../lib.mjs';
+
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 const tmp = mkdtempSync(join(tmpdir(), 'cairn-e2e-'));
@@ -58,17 +60,6 @@ async function callError(name, args) {
   return res.content[0].text;
 }
 
-// until polls fn until it returns a truthy value (a bounded loop: it turns a
-// hang into a failure, it is not a timed assertion).
-async function until(what, fn, { tries = 600, every = 100 } = {}) {
-  for (let i = 0; i < tries; i++) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, every));
-  }
-  assert.fail(`gave up waiting for ${what}`);
-}
-
 before(async () => {
   mkdirSync(join(workspace, '.cairn', 'workflows'), { recursive: true });
   mkdirSync(state, { recursive: true, mode: 0o700 });
@@ -89,29 +80,9 @@ before(async () => {
   await client.connect(transport);
 });
 
-// stopWorkers stops the background workers that serve or `mcp-host answer`
-// started for the test workspace (they would idle a minute before exiting).
-async function stopWorkers() {
-  let status;
-  try {
-    status = JSON.parse(execFileSync(bin, ['--json', 'status'], { cwd: workspace, env: env(), stdio: ['ignore', 'pipe', 'ignore'] }).toString());
-  } catch {
-    return;
-  }
-  for (const ws of status.workspaces ?? []) {
-    const pid = ws.worker?.pid;
-    if (!pid) continue;
-    try { process.kill(pid, 'SIGTERM'); } catch { continue; }
-    for (let i = 0; i < 200; i++) {
-      try { process.kill(pid, 0); } catch { break; }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 after(async () => {
   await client?.close();
-  if (bin) await stopWorkers();
+  if (bin) await stopWorkers(bin, workspace, env());
   if (clientErrors.length > 0) {
     // Surface errors that arrived after the last test checked.
     console.error('client errors:', clientErrors.map(String));
