@@ -82,16 +82,25 @@ func (x *execution) startSupervisor(spec stepSpec) (*supervisor, error) {
 			_, werr = inW.Write([]byte(goLine + "\n"))
 		case <-s.done:
 			werr = errors.New("it exited")
+		case <-x.ctx.Done():
+			werr = errNotStarted
 		}
 	}
 	inW.Close()
 	if werr != nil {
 		_ = cmd.Process.Kill() // nothing started: it had not been told to go
 		<-s.done
+		if werr == errNotStarted {
+			return nil, werr
+		}
 		return nil, fmt.Errorf("start step supervisor: %v%s", werr, s.reason())
 	}
 	return s, nil
 }
+
+// errNotStarted: the execution was interrupted before its supervisor was
+// told to go: the command never started.
+var errNotStarted = errors.New("interrupted before the step's command started")
 
 // read follows the status pipe until the supervisor exits, then reaps it.
 func (s *supervisor) read(r *os.File) {
@@ -124,6 +133,10 @@ func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec proc
 	ss := x.stepSpec(st, pos, spec)
 	ss.Starts = starts
 	s, err := x.startSupervisor(ss)
+	if errors.Is(err, errNotStarted) {
+		res.Interrupted = context.Cause(x.ctx)
+		return res, false
+	}
 	if err != nil {
 		res.Err = err
 		return res, false
