@@ -34,10 +34,7 @@ const (
 func (x *execution) attachStep(st *workflows.Step, pos, starts int) (res procResult, found attached, f flow) {
 	noted, signalled := false, false
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
-		state, err := readStepState(x.stepFile())
-		if err != nil {
-			x.j.add(Record{Type: RecordNote, Step: st.ID, Text: err.Error()})
-		}
+		state, _ := readStepState(x.stepFile()) // unreadable: see checkGone
 		if state.isStart(st.ID, pos, starts) && state.Result != nil {
 			return x.tookResult(st, state), attachTaken, flowNext
 		}
@@ -85,7 +82,10 @@ func (x *execution) checkGone(st *workflows.Step, pos, starts int) (procResult, 
 	defer lock.Unlock()
 	state, err := readStepState(x.stepFile())
 	if err != nil {
-		return procResult{}, attachGone, err
+		// Whether it reached its command is unknown (a crash of the
+		// machine can leave the file torn): ambiguous.
+		x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: err.Error()})
+		return procResult{}, attachGone, nil
 	}
 	switch {
 	case !state.isStart(st.ID, pos, starts):

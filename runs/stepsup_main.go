@@ -100,7 +100,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 		return 0 // the starter is gone: nothing was started
 	}
 	st := &stepState{Step: spec.Step, Attempt: spec.Attempt, Starts: spec.Starts, Supervisor: refOf(os.Getpid())}
-	if err := writeStepState(path, st); err != nil {
+	if err := writeStepState(path, st, true); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2
 	}
@@ -109,7 +109,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 	ps := spec.procSpec()
 	ps.onStart = func(pid int) {
 		st.Command = refOf(pid)
-		if err := writeStepState(path, st); err != nil {
+		if err := writeStepState(path, st, false); err != nil {
 			j.add(Record{Type: RecordNote, Step: spec.Step, Text: fmt.Sprintf("step supervisor pid %d: %v", os.Getpid(), err)})
 		}
 		j.write(Record{Type: RecordStep, Step: spec.Step, Attempt: spec.Attempt, Event: "started", PID: pid})
@@ -128,7 +128,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 	}
 	j.close()
 	st.Result = resultOfProcess(res)
-	if err := writeStepState(path, st); err != nil {
+	if err := writeStepState(path, st, true); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2
 	}

@@ -143,13 +143,13 @@ func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec proc
 	}
 	select {
 	case <-s.done:
-		return x.supervisedResult(st, pos, s)
+		return x.supervisedResult(st, pos, starts, s)
 	case <-x.ctx.Done():
 	}
 	if errors.Is(context.Cause(x.ctx), errCancelRequested) {
 		_ = s.cmd.Process.Signal(syscall.SIGTERM) // it stops the command and records it
 		<-s.done
-		return x.supervisedResult(st, pos, s)
+		return x.supervisedResult(st, pos, starts, s)
 	}
 	// The engine stops or the run was taken over: the step goes on under
 	// its supervisor, and whoever owns the run next takes its result (the
@@ -159,11 +159,11 @@ func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec proc
 }
 
 // supervisedResult reads the result the supervisor s recorded.
-func (x *execution) supervisedResult(st *workflows.Step, pos int, s *supervisor) (procResult, bool) {
+func (x *execution) supervisedResult(st *workflows.Step, pos, starts int, s *supervisor) (procResult, bool) {
 	state, err := readStepState(x.stepFile())
-	if err != nil || !state.is(st.ID, pos) || state.Result == nil {
+	if err != nil || !state.isStart(st.ID, pos, starts) || state.Result == nil {
 		x.j.add(Record{Type: RecordNote, Step: st.ID, Text: fmt.Sprintf("step supervisor pid %d ended without a result%s", s.ref.PID, s.reason())})
-		if state.is(st.ID, pos) {
+		if state.isStart(st.ID, pos, starts) {
 			if err := stopGroupOf(state.Command, groupStopWait); err != nil {
 				x.j.add(Record{Type: RecordNote, Step: st.ID, Text: err.Error()})
 			}

@@ -143,12 +143,34 @@ func readStepState(path string) (*stepState, error) {
 	return &s, nil
 }
 
-func writeStepState(path string, s *stepState) error {
+// writeStepState replaces the step file with s: durably (fsynced) when
+// a crash of the machine must not lose it (the record made before the
+// command starts, the result), else only atomically (the command's pid,
+// which matters only while the machine runs).
+func writeStepState(path string, s *stepState, durable bool) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode step file: %w", err)
 	}
-	return atomicfile.WriteFile(path, b, 0o600)
+	if durable {
+		return atomicfile.WriteFile(path, b, 0o600)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write step file: %w", err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write step file %s: %w", path, err)
+	}
+	return nil
 }
 
 // removeStepFile deletes run id's step file, once the run settled (its

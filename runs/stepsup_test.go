@@ -263,7 +263,7 @@ func TestStepRunsAgainOnlyOnceTheEarlierGroupIsGone(t *testing.T) {
 	if err := os.MkdirAll(te.ws.OutputDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeStepState(path, &stepState{Step: "s", Attempt: 1, Supervisor: procRef{PID: 999999999}, Command: refOf(left.Process.Pid)}); err != nil {
+	if err := writeStepState(path, &stepState{Step: "s", Attempt: 1, Supervisor: procRef{PID: 999999999}, Command: refOf(left.Process.Pid)}, true); err != nil {
 		t.Fatal(err)
 	}
 	s, err := te.execution(id).startSupervisor(te.stepSpec(id, "s", "echo started"))
@@ -300,4 +300,32 @@ func (te *testEnv) execution(id string) *execution {
 	x.j = te.e.openJournal(id)
 	te.t.Cleanup(x.j.close)
 	return x
+}
+
+// TestUnstartedSupervisedCallRunsWithoutAQuestion: a call recorded as
+// started under a supervisor that never reached its command (no step
+// file names it) did nothing: the adopting peer runs it, unsafe as it
+// is, without asking; a call started without a supervisor (an older
+// owner) still asks.
+func TestUnstartedSupervisedCallRunsWithoutAQuestion(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"one.yaml": "steps:\n  - id: once\n    shell: 'echo once >> out-$CAIRN_RUN_ID'\n"})
+	supervised := orphan(t, te, "one", map[string]bool{"once": false})
+	unsupervised := orphan(t, te, "one", map[string]bool{"once": false})
+	// Mark the first call as started under a supervisor, as processStep does.
+	if _, err := te.st.StartStep(te.ctx, store.StepStart{RunID: supervised, Claim: "dead-claim", Path: "once", Position: 1, Kind: "shell", PID: 999999999, Detail: []byte(`{"supervised":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.e.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := te.wait(te.e, supervised); r.Status != store.RunSucceeded || te.read("out-"+supervised) != "once\n" {
+		t.Fatalf("supervised: %s %+v, out %q", r.Status, r.Question, te.read("out-"+supervised))
+	}
+	if r := te.wait(te.e, unsupervised); r.Status != store.RunWaiting || r.Question == nil || r.Question.Kind != "ambiguous" {
+		t.Fatalf("unsupervised: %s %+v", r.Status, r.Question)
+	}
+	if _, err := te.e.Cancel(te.ctx, unsupervised); err != nil {
+		t.Fatal(err)
+	}
 }
