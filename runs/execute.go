@@ -328,7 +328,7 @@ func (x *execution) call(st *workflows.Step, pos int, en *store.LedgerEntry) flo
 			return f
 		case found == attachTaken:
 			return x.processOutcome(st, pos, res)
-		case found == attachUnstarted && decodeDetail(en.Detail).Supervised:
+		case found == attachUnstarted && unstartedForSure(en):
 			// Started under a supervisor that never reached the command:
 			// nothing of it ran, nothing is ambiguous.
 			x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s was started by an earlier owner and never reached its command; running it", st.ID)})

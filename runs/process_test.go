@@ -159,7 +159,7 @@ func TestCrashAndResume(t *testing.T) {
 			case state.isStart(en.Path, en.Position, en.Starts) && state.Result != nil:
 				// Its supervisor recorded its result: it is taken, not asked about.
 				b.finished[en.Path] = true
-			case !state.isStart(en.Path, en.Position, en.Starts) && decodeDetail(en.Detail).Supervised:
+			case !state.isStart(en.Path, en.Position, en.Starts) && unstartedForSure(en):
 				// It never reached its command: it runs without a question.
 			case en.Path == "s1" || en.Path == "s3" || en.Path == "s5":
 				b.unsafe = en.Path

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/workflows"
 )
 
@@ -16,7 +17,7 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 	}
 	var detail *stepDetail
 	if x.supervised(st) {
-		detail = &stepDetail{Supervised: true}
+		detail = &stepDetail{Supervised: true, Boot: locks.BootID()}
 	}
 	en, err := x.start(st, pos, detail)
 	if err != nil {

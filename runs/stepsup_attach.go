@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workflows"
 )
 
@@ -98,6 +99,15 @@ func (x *execution) checkGone(st *workflows.Step, pos, starts int) (procResult, 
 	}
 	x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s's supervisor pid %d is gone without a result", st.ID, state.Supervisor.PID)})
 	return procResult{}, attachGone, nil
+}
+
+// unstartedForSure reports whether a call the step file does not name
+// never reached its command: it was started under a supervisor, which
+// records the call before it starts the command, in this boot (that
+// record is not synced: a crash of the machine may lose it).
+func unstartedForSure(en *store.LedgerEntry) bool {
+	d := decodeDetail(en.Detail)
+	return d.Supervised && d.Boot != "" && d.Boot == locks.BootID()
 }
 
 // tookResult notes and returns the result a supervisor recorded.

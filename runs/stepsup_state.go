@@ -144,9 +144,8 @@ func readStepState(path string) (*stepState, error) {
 }
 
 // writeStepState replaces the step file with s: durably (fsynced) when
-// a crash of the machine must not lose it (the record made before the
-// command starts, the result), else only atomically (the command's pid,
-// which matters only while the machine runs).
+// a crash of the machine must not lose it (the result), else only
+// atomically (what matters only while the machine runs).
 func writeStepState(path string, s *stepState, durable bool) error {
 	b, err := json.Marshal(s)
 	if err != nil {

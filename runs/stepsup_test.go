@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/reexec"
+	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -306,15 +307,21 @@ func (te *testEnv) execution(id string) *execution {
 // started under a supervisor that never reached its command (no step
 // file names it) did nothing: the adopting peer runs it, unsafe as it
 // is, without asking; a call started without a supervisor (an older
-// owner) still asks.
+// owner), or in an earlier boot, still asks.
 func TestUnstartedSupervisedCallRunsWithoutAQuestion(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{"one.yaml": "steps:\n  - id: once\n    shell: 'echo once >> out-$CAIRN_RUN_ID'\n"})
 	supervised := orphan(t, te, "one", map[string]bool{"once": false})
 	unsupervised := orphan(t, te, "one", map[string]bool{"once": false})
-	// Mark the first call as started under a supervisor, as processStep does.
-	if _, err := te.st.StartStep(te.ctx, store.StepStart{RunID: supervised, Claim: "dead-claim", Path: "once", Position: 1, Kind: "shell", PID: 999999999, Detail: []byte(`{"supervised":true}`)}); err != nil {
-		t.Fatal(err)
+	earlierBoot := orphan(t, te, "one", map[string]bool{"once": false})
+	// Mark the calls as started under a supervisor, as processStep does:
+	// in this boot, and in an earlier one (whose unsynced step file a
+	// crash of the machine may have lost).
+	for id, boot := range map[string]string{supervised: locks.BootID(), earlierBoot: "an-earlier-boot"} {
+		detail := fmt.Sprintf(`{"supervised":true,"boot":%q}`, boot)
+		if _, err := te.st.StartStep(te.ctx, store.StepStart{RunID: id, Claim: "dead-claim", Path: "once", Position: 1, Kind: "shell", PID: 999999999, Detail: []byte(detail)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := te.e.Start(te.ctx); err != nil {
 		t.Fatal(err)
@@ -322,10 +329,12 @@ func TestUnstartedSupervisedCallRunsWithoutAQuestion(t *testing.T) {
 	if r := te.wait(te.e, supervised); r.Status != store.RunSucceeded || te.read("out-"+supervised) != "once\n" {
 		t.Fatalf("supervised: %s %+v, out %q", r.Status, r.Question, te.read("out-"+supervised))
 	}
-	if r := te.wait(te.e, unsupervised); r.Status != store.RunWaiting || r.Question == nil || r.Question.Kind != "ambiguous" {
-		t.Fatalf("unsupervised: %s %+v", r.Status, r.Question)
-	}
-	if _, err := te.e.Cancel(te.ctx, unsupervised); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{unsupervised, earlierBoot} {
+		if r := te.wait(te.e, id); r.Status != store.RunWaiting || r.Question == nil || r.Question.Kind != "ambiguous" {
+			t.Fatalf("run %s: %s %+v", id, r.Status, r.Question)
+		}
+		if _, err := te.e.Cancel(te.ctx, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -65,6 +65,8 @@ type stepDetail struct {
 	// Supervised: exec, shell: the call runs under a step supervisor,
 	// which records it in the step file before it starts the command.
 	Supervised bool `json:"supervised,omitempty"`
+	// Boot is the kernel's boot id when the call started (locks.BootID).
+	Boot string `json:"boot,omitempty"`
 }
 
 func decodeRecord(raw json.RawMessage) stepRecord {
