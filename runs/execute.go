@@ -230,12 +230,12 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 	}
 	x.pending = nil
 	x.run = r
-	x.e.removeStepFile(x.id) // its last call's outcome is in the ledger now
 	if inline {
 		x.j.stored()
 		return
 	}
-	x.j.add(end)
+	x.j.write(end)
+	x.e.removeStepFile(x.id) // its last call's outcome is in the ledger now
 }
 
 func (x *execution) env() workflows.Env {

@@ -113,7 +113,7 @@ func unstartedForSure(en *store.LedgerEntry) bool {
 // tookResult notes and returns the result a supervisor recorded.
 func (x *execution) tookResult(st *workflows.Step, state *stepState) procResult {
 	x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("took the result step %s's supervisor recorded (pid %d)", st.ID, state.Supervisor.PID)})
-	return x.takeResult(st.ID, state.Result)
+	return x.takeResult(state.Result)
 }
 
 // signalStepSupervisor tells the supervisor of run id's step in flight,

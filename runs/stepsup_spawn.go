@@ -170,12 +170,12 @@ func (x *execution) supervisedResult(st *workflows.Step, pos, starts int, s *sup
 		}
 		return procResult{PID: s.ref.PID}, true
 	}
-	return x.takeResult(st.ID, state.Result), false
+	return x.takeResult(state.Result), false
 }
 
 // takeResult turns a recorded result into the call's outcome; a command
 // its supervisor stopped was cancelled when the run has a cancel request.
-func (x *execution) takeResult(step string, r *stepResult) procResult {
+func (x *execution) takeResult(r *stepResult) procResult {
 	res := r.process()
 	if r.Stopped {
 		if x.cancelRequested() {
