@@ -11,9 +11,11 @@ import (
 
 // Cancel cancels a run. A queued or waiting run is cancelled at once
 // (a waiting run with finally steps is resumed instead, to run them and
-// settle cancelled); a running one is stopped by its owner within about CancelPoll (its step's
-// process group gets SIGTERM, then SIGKILL after KillGrace); a running run
-// whose owner died is cancelled here. A settled run gives a *StateError.
+// settle cancelled); a running one's step in flight is told to stop at
+// once (its supervisor, whichever process started it, sends its process
+// group SIGTERM, then SIGKILL after KillGrace) and its owner settles it
+// within about CancelPoll; a running run whose owner died is cancelled
+// here. A settled run gives a *StateError.
 func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
 	if err := ids.Validate("run id", id); err != nil {
 		return nil, err
@@ -45,7 +47,9 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Run, error) {
 		w.close()
 		return e.view(ctx, r, true)
 	}
-	// Running: tell our own execution at once, or take over an orphan.
+	// Running: stop its step, whoever owns the run (even a stuck owner),
+	// tell our own execution at once, or take over an orphan.
+	e.signalStepSupervisor(id)
 	e.mu.Lock()
 	x := e.active[id]
 	e.mu.Unlock()

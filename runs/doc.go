@@ -110,12 +110,35 @@
 //
 // exec and shell steps run in their own process group with stdin from
 // /dev/null, a working directory inside the workspace (symlinks resolved
-// and checked), and the run's environment (see Literals) plus the step's
-// env and CAIRN_RUN_ID, CAIRN_STEP_ID and CAIRN_WORKSPACE. A timeout, a cancel or an engine stop sends SIGTERM to
-// the group and SIGKILL after Options.KillGrace; when the step's main
-// process exits, processes it left behind in its group are killed. Output
-// goes to the journal line by line; the first Options.OutputCap bytes of
-// each stream are kept in the step's result.
+// and checked), and the run's environment (see Literals) plus the step's env and CAIRN_RUN_ID, CAIRN_STEP_ID and
+// CAIRN_WORKSPACE. A timeout or a cancel sends SIGTERM to the group and
+// SIGKILL after Options.KillGrace; when the step's main process exits,
+// processes it left behind in its group are killed. Output goes to the
+// journal line by line; the first Options.OutputCap bytes of each stream
+// are kept in the step's result. Strings of the step spec's Redact
+// (secrets) read "***" in both.
+//
+// # Step supervisor
+//
+// A step's process belongs to the run, not to the process that started
+// it. Each exec or shell call runs under a step supervisor: the binary
+// re-executed (os.Executable) in a hidden mode that init checks, in its
+// own session, told what to run on a pipe (never in argv or environment).
+// It takes the step's lock (key "step:<run-id>" of locks/runs), kills
+// what an earlier attempt whose supervisor died left in its process
+// group, records itself in the step file output/<run-id>.step (pid and
+// start time: anyone can signal it), starts the command with a
+// parent-death signal (Linux), writes its output to the journal and its
+// result to the step file (atomically, fsynced), and exits. SIGTERM to
+// the supervisor is how a cancel, from any process, stops the command,
+// even when the run's owner is stuck. The owner only watches (a pipe
+// from its supervisor). When the owner dies or stops, the step goes on;
+// the peer that adopts the run re-attaches: it waits while the step's
+// lock is held and takes the recorded result. A call is ambiguous (run
+// again if safe_to_repeat, else the question) only when its supervisor
+// is gone without a result after it started the command; one that never
+// reached its command runs again. In-memory engines (dry runs) run steps
+// in their own process: nothing of theirs outlives it.
 //
 // # Time
 //
@@ -139,5 +162,6 @@
 // follow.go, targets.go (the loader), prepare.go, literals.go, view.go,
 // process.go (process groups), env.go (the run's environment), secrets.go
 // and redact.go (secrets and their redaction), stall.go (why a run waits
-// on nobody).
+// on nobody), stepsup_*.go (the step supervisor: main,
+// spawn and watch, attach, the step file, processes).
 package runs

@@ -59,8 +59,9 @@ type Options struct {
 	CancelPoll time.Duration // how often an owner checks for a cancel request; default 250ms
 	KillGrace  time.Duration // SIGTERM to SIGKILL; default 5s
 	// StopGrace is how long Stop lets a step in flight finish before it
-	// stops it (its run is then released with the step interrupted);
-	// default 10s.
+	// releases its run: an exec or shell step goes on under its
+	// supervisor for the next owner to take its result, another step is
+	// stopped (interrupted); default 10s.
 	StopGrace      time.Duration
 	ParkSleepsOver time.Duration // sleeps longer than this park the run; default 5s
 	OutputCap      int           // bytes of each stream kept in a step's result; default 1 MiB
@@ -286,9 +287,11 @@ func (e *Engine) isStopped() bool {
 
 // Stop ends the peer loop and every execution in this process, and waits
 // for them. Executions stop at their next step boundary and release their
-// runs for another peer to resume; a step still in flight after StopGrace
-// is stopped (its process group killed), and the peer that resumes the run
-// treats it as interrupted. Stop is idempotent.
+// runs for another peer to resume. An exec or shell step still in flight
+// after StopGrace goes on under its supervisor, and the peer that resumes
+// the run re-attaches to it; another step (an http request, any step of
+// an in-memory engine) is stopped, and that peer treats it as
+// interrupted. Stop is idempotent.
 func (e *Engine) Stop() {
 	e.mu.Lock()
 	first := !e.stopped

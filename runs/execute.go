@@ -275,7 +275,8 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 	if inline {
 		x.j.stored()
 	} else {
-		x.j.add(end)
+		x.j.write(end)
+		x.e.removeStepFile(x.id) // its last call's outcome is in the ledger now
 	}
 	x.e.log.Info("run settled", "run", x.id, "target", r.Target, "status", status, "error", errText)
 }
@@ -371,6 +372,22 @@ func (x *execution) call(st *workflows.Step, pos int, en *store.LedgerEntry) flo
 		return x.sleepStep(st, pos, en)
 	case workflows.KindAsk:
 		return x.askStep(st, pos, en)
+	}
+	if en != nil && x.supervised(st) {
+		// An earlier owner started it under a supervisor: take its result,
+		// waiting for it while the supervisor lives.
+		res, found, f := x.attachStep(st, pos, en.Starts)
+		switch {
+		case f != flowNext:
+			return f
+		case found == attachTaken:
+			return x.processOutcome(st, pos, res)
+		case found == attachUnstarted && unstartedForSure(en):
+			// Started under a supervisor that never reached the command:
+			// nothing of it ran, nothing is ambiguous.
+			x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s was started by an earlier owner and never reached its command; running it", st.ID)})
+			return x.dispatch(st, pos)
+		}
 	}
 	if en != nil {
 		switch {

@@ -115,6 +115,10 @@ func (j *fileJournals) size(id string) (int64, error) {
 }
 
 func (j *fileJournals) remove(id string) (int64, error) {
+	// A step file left by a run that never settled here goes with it.
+	if err := os.Remove(stepFilePath(j.dir, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("remove step file of run %s: %w", id, err)
+	}
 	files, err := removeRunFolder(j.dir, id) // output: file steps' files
 	if err != nil {
 		return 0, err

@@ -111,6 +111,7 @@ func TestNoFilePerRun(t *testing.T) {
 	}
 
 	r := te.wait(te.e, te.launch("echo", "").ID)
+	waitIdle(t, te.e) // the run's step file goes once its end is written
 	if names := dirNames(t, te.ws.OutputDir()); !slices.Equal(names, []string{r.ID + ".jsonl"}) {
 		t.Fatalf("output/ holds %v, want the journal of the run that started a process", names)
 	}

@@ -122,7 +122,11 @@ steps:
 	}
 }
 
-func TestStopReleasesAndPeerAsks(t *testing.T) {
+// TestStopReleasesAndPeerReattaches: Stop lets go of a run whose step is
+// in flight without stopping the step, which goes on under its
+// supervisor; the peer that adopts the run re-attaches to it (no
+// question), and a cancel stops it.
+func TestStopReleasesAndPeerReattaches(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{"long.yaml": "steps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n"})
 	first := te.engine(func(o *Options) { o.StopGrace = 100 * time.Millisecond })
@@ -132,8 +136,8 @@ func TestStopReleasesAndPeerAsks(t *testing.T) {
 	}
 	pid := waitStepStarted(t, te, first, r.ID, "nap")
 	first.Stop()
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("the step's process survived Stop: %v", err)
+	if !alive(pid) {
+		t.Fatalf("the step's process %d did not survive Stop", pid)
 	}
 	got, _ := te.st.GetRun(te.ctx, r.ID)
 	if got.Status != store.RunRunning || got.OwnerPID != 0 {
@@ -145,9 +149,55 @@ func TestStopReleasesAndPeerAsks(t *testing.T) {
 	if err := te.e.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}
+	waitRecord(t, te, te.e, r.ID, func(rec Record) bool {
+		return rec.Type == RecordNote && strings.Contains(rec.Text, "re-attached to step nap")
+	})
+	if p, _ := te.e.Get(te.ctx, r.ID); p.Status != store.RunRunning || p.Question != nil || !alive(pid) {
+		t.Fatalf("after adoption: %s %+v, step process alive %v", p.Status, p.Question, alive(pid))
+	}
+	if _, err := te.e.Cancel(te.ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := te.wait(te.e, r.ID)
+	if done.Status != store.RunCancelled || done.Steps[0].Status != StepCancelled || alive(pid) {
+		t.Fatalf("after cancel: %s %s, step process alive %v", done.Status, stepStatuses(done), alive(pid))
+	}
+	for _, rec := range te.records(te.e, r.ID) {
+		if rec.Type == RecordStep && rec.Event == "started" && rec.PID != pid {
+			t.Fatalf("the step started again: %+v", rec)
+		}
+	}
+}
+
+// TestPeerAsksWhenTheSupervisorDied: a step whose supervisor died
+// without a result may or may not have done its work: its command is
+// gone with it (parent-death signal), and the adopting peer asks.
+func TestPeerAsksWhenTheSupervisorDied(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"long.yaml": "steps:\n  - id: nap\n    exec: [\"sleep\", \"60\"]\n"})
+	first := te.engine(func(o *Options) { o.StopGrace = time.Millisecond })
+	r, err := first.Launch(te.ctx, LaunchParams{Target: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := waitStepStarted(t, te, first, r.ID, "nap")
+	first.Stop()
+	state, err := readStepState(stepFilePath(te.ws.OutputDir(), r.ID))
+	if err != nil || state == nil || state.Command.PID != pid {
+		t.Fatalf("step file: %+v %v", state, err)
+	}
+	if err := syscall.Kill(state.Supervisor.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.e.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
 	p := te.wait(te.e, r.ID)
-	if p.Status != store.RunWaiting || p.Question == nil || p.Question.Step != "nap" {
+	if p.Status != store.RunWaiting || p.Question == nil || p.Question.Step != "nap" || p.Question.Kind != "ambiguous" {
 		t.Fatalf("after adoption: %s %+v", p.Status, p.Question)
+	}
+	if alive(pid) {
+		t.Fatalf("the step's process %d outlived its supervisor", pid)
 	}
 	c, err := te.e.Cancel(te.ctx, r.ID)
 	if err != nil || c.Status != store.RunCancelled {

@@ -35,6 +35,12 @@ type procSpec struct {
 	// out.
 	onLine  func(stream, line string, dropped int64)
 	onStart func(pid int)
+	// Redact are strings (secrets) replaced by "***" in the lines handed
+	// to onLine and in the output kept.
+	Redact []string
+	// dieWithParent: the process gets SIGKILL when its parent (a step
+	// supervisor) dies, on Linux.
+	dieWithParent bool
 }
 
 func (s procSpec) clock() clock.Clock {
@@ -54,6 +60,9 @@ type procResult struct {
 	TimedOut        bool
 	Interrupted     error // the context's cause when it ended the process
 	Err             error // the process could not start, or ended by a signal
+	// detached: this process stopped watching the step, which goes on
+	// under its supervisor (pid PID).
+	detached bool
 }
 
 // runProcess runs spec in its own process group and waits for it. When
@@ -86,7 +95,7 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 		Env:         spec.env,
 		Stdout:      outW, // *os.File: handed to the child as is, no copying goroutine
 		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: groupAttr(spec.dieWithParent),
 	}
 	startErr := cmd.Start()
 	// Our copies of the write ends must go, or the readers never see EOF.
@@ -105,8 +114,8 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 	}
 
 	var wg sync.WaitGroup
-	stdout := &capture{stream: "stdout", cap: spec.cap, lineCap: spec.lineCap, onLine: spec.onLine}
-	stderr := &capture{stream: "stderr", cap: spec.cap, lineCap: spec.lineCap, onLine: spec.onLine}
+	stdout := &capture{stream: "stdout", cap: spec.cap, lineCap: spec.lineCap, onLine: spec.onLine, redact: spec.Redact}
+	stderr := &capture{stream: "stderr", cap: spec.cap, lineCap: spec.lineCap, onLine: spec.onLine, redact: spec.Redact}
 	wg.Add(2)
 	go func() { defer wg.Done(); stdout.drain(outR) }()
 	go func() { defer wg.Done(); stderr.drain(errR) }()
@@ -141,8 +150,8 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 	outR.Close()
 	errR.Close()
 
-	res.Stdout, res.StdoutTruncated = stdout.kept.String(), stdout.truncated
-	res.Stderr, res.StderrTruncated = stderr.kept.String(), stderr.truncated
+	res.Stdout, res.StdoutTruncated = redact(stdout.kept.String(), spec.Redact), stdout.truncated
+	res.Stderr, res.StderrTruncated = redact(stderr.kept.String(), spec.Redact), stderr.truncated
 	if ps := cmd.ProcessState; ps != nil {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Err = fmt.Errorf("killed by signal %s", ws.Signal())
@@ -227,6 +236,7 @@ type capture struct {
 	cap       int
 	lineCap   int
 	onLine    func(stream, line string, dropped int64)
+	redact    []string
 	kept      bytes.Buffer
 	truncated bool
 	partial   []byte // the line so far, up to lineCap bytes
@@ -285,9 +295,19 @@ func (c *capture) endLine() {
 		line, dropped = cutLine(line, c.lineCap, dropped)
 	}
 	if c.onLine != nil {
-		c.onLine(c.stream, strings.ToValidUTF8(string(line), "\uFFFD"), dropped)
+		c.onLine(c.stream, redact(strings.ToValidUTF8(string(line), "\uFFFD"), c.redact), dropped)
 	}
 	c.partial, c.dropped = c.partial[:0], 0
+}
+
+// redact replaces every occurrence of each of secrets in s by "***".
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		if v != "" && strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "***")
+		}
+	}
+	return s
 }
 
 // workDir resolves a step's dir (slash-separated, relative to the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/workflows"
 )
 
@@ -14,9 +15,23 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 	if err != nil {
 		return x.failStep(st, pos, err.Error())
 	}
-	if _, err := x.start(st, pos, nil); err != nil {
+	var detail *stepDetail
+	if x.supervised(st) {
+		detail = &stepDetail{Supervised: true, Boot: locks.BootID()}
+	}
+	en, err := x.start(st, pos, detail)
+	if err != nil {
 		return x.storeFailed("record step start", err)
 	}
+	if detail != nil {
+		res, gone := x.superviseStep(st, pos, en.Starts, spec)
+		if gone {
+			return x.call(st, pos, x.ledger[callKey{st.ID, pos}])
+		}
+		return x.processOutcome(st, pos, res)
+	}
+	// In memory (a dry run, tests): nothing of the run outlives this
+	// process, so its steps run here.
 	spec.onStart = func(pid int) {
 		x.j.write(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "started", PID: pid})
 	}
@@ -29,7 +44,27 @@ func (x *execution) processStep(st *workflows.Step, pos int) flow {
 	spec, outFile := x.withOutputFile(st, pos, spec) // output: file (output_file.go)
 	res := runProcess(x.ctx, spec)
 	outFile.close()
-	rec := stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
+	return x.processOutcome(st, pos, res)
+}
+
+// record is what the ledger keeps of a process.
+func (res procResult) record() stepRecord {
+	return stepRecord{PID: res.PID, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated}
+}
+
+// supervised reports whether st's calls run under a step supervisor.
+func (x *execution) supervised(st *workflows.Step) bool {
+	return !x.e.opts.InMemory && (st.Kind == workflows.KindExec || st.Kind == workflows.KindShell)
+}
+
+// processOutcome records what became of an exec or shell call.
+func (x *execution) processOutcome(st *workflows.Step, pos int, res procResult) flow {
+	rec := res.record()
+	if res.detached {
+		x.j.add(Record{Type: RecordStep, Step: st.ID, Attempt: pos, Event: "detached", PID: res.PID,
+			Text: fmt.Sprintf("pid %d lets go of the step, which goes on under its supervisor pid %d; the run's next owner takes its result", x.e.pid, res.PID)})
+		return x.interruption()
+	}
 	if res.Interrupted != nil {
 		return x.cutShort(st, pos, rec)
 	}
@@ -103,5 +138,6 @@ func (x *execution) processSpec(st *workflows.Step) (procSpec, error) {
 		clk:     x.e.clk,
 		cap:     x.e.opts.OutputCap,
 		lineCap: x.e.opts.JournalLineCap,
+		Redact:  x.redactValues(), // the step's secrets, for its supervisor
 	}, nil
 }

@@ -82,6 +82,11 @@ type stepRecord struct {
 type stepDetail struct {
 	Until    time.Time       `json:"until,omitzero"`     // sleep: the deadline
 	Question *store.Question `json:"question,omitempty"` // ask: the question asked
+	// Supervised: exec, shell: the call runs under a step supervisor,
+	// which records it in the step file before it starts the command.
+	Supervised bool `json:"supervised,omitempty"`
+	// Boot is the kernel's boot id when the call started (locks.BootID).
+	Boot string `json:"boot,omitempty"`
 }
 
 func decodeRecord(raw json.RawMessage) stepRecord {

@@ -13,6 +13,9 @@ import (
 	"github.com/cairnhq/cairn/cmd/mcp-host/cli"
 )
 
+// main is never reached in the step supervisor's hidden mode: the runs
+// package, which every mcp-host links, checks for it in its init, before
+// main, and runs the supervisor instead (see runs' package doc).
 func main() {
 	syscall.Umask(0o077) // state files 0600, folders 0700
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -47,8 +48,10 @@ each client a principal), --no-auth serves loopback clients without one.
 
 serve is a full peer: it executes the runs it launches, adopts runs whose
 process died, and fires automations while it holds the scheduler lock. When its
-client goes away while runs are still going, it hands them to a background
-"mcp-host worker" before it exits, so they finish.`,
+client goes away (stdin closed, SIGTERM) while runs are still going, it stops
+taking work, lets go of its runs within 2 seconds (steps in flight go on under
+their supervisors) and starts a background "mcp-host worker" unless one runs,
+which takes the runs over, so they finish.`,
 		Example: `  claude mcp add cairn -- mcp-host serve
   mcp-host serve --http 127.0.0.1:8765 --token-file ~/.cairn/token`,
 		Args: noArgs,
@@ -64,6 +67,14 @@ client goes away while runs are still going, it hands them to a background
 	f.StringVar(&o.addToken, "add-token", "", "with --http: add a token for the client NAME to the state root's http-tokens file and print it")
 	return []*cobra.Command{cmd}
 }
+
+// serveStopGrace is how long a serve whose client went away (stdin
+// closed, SIGTERM) lets a step in flight finish before it lets go of its
+// run: the step goes on under its supervisor and the worker that adopts
+// the run takes its result. Clients kill a server a few seconds after
+// closing its stdin (the TypeScript SDK after 4 s), and serve exits
+// within 2 s.
+const serveStopGrace = 500 * time.Millisecond
 
 // mcpHost is what serve runs: the workspace's host and the MCP server
 // over it.
@@ -156,6 +167,7 @@ func (e *env) serve(ctx context.Context, o serveOptions) error {
 func (e *env) openHost(ctx context.Context) (*mcpHost, error) {
 	var srv *mcp.Server
 	h, err := e.open(ctx, true, func(c *host.Config) {
+		c.StopGrace = serveStopGrace
 		c.OnRunChange = func(id string) {
 			if srv != nil {
 				srv.RunChanged(id)

@@ -30,10 +30,9 @@ lease (within a second) or, when the first has stopped making progress
 (SIGSTOP, Ctrl-Z), takes the duty over once its lease expires (5 s); the
 stopped worker, when it runs again, finds its lease lost and exits.
 
-It stops on SIGINT or SIGTERM: a step still in flight a second later is
-stopped (SIGTERM to its process group, SIGKILL 5 seconds later) and its run
-left for the next peer, which runs the step again when it is safe to repeat
-and asks otherwise. It also stops after --idle with no work and no enabled
+It stops on SIGINT or SIGTERM: a step still in flight a second later goes on
+under its step supervisor and its run is left for the next peer, which
+re-attaches to the step and takes its result. It also stops after --idle with no work and no enabled
 automation (0: never). mcp-host run --detach and mcp-host answer start one in
 the background when none runs; run it yourself from a terminal, a systemd
 user unit or launchd to keep one up.`,
@@ -85,10 +84,10 @@ user unit or launchd to keep one up.`,
 }
 
 // workerStopGrace is how long a stopping worker lets a step in flight
-// finish before it stops it (SIGTERM to the step's process group, SIGKILL
-// after the engine's KillGrace) and releases its run for the next peer:
-// a worker told to stop (a signal, a service manager) exits within a few
-// seconds rather than the engine's default StopGrace.
+// finish before it releases its run for the next peer (the step goes on
+// under its supervisor): a worker told to stop (a signal, a service
+// manager) exits within a few seconds rather than the engine's default
+// StopGrace.
 const workerStopGrace = time.Second
 
 // peerPart is one service a peer runs: the run engine's adoption loop
