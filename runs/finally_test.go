@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -113,8 +114,8 @@ finally:
 }
 
 // A run stopped in the middle of its finally steps: the adopter replays
-// the finally steps done before (they do not run again) and runs the
-// interrupted one again (it is safe to repeat).
+// the finally steps done before (they do not run again) and re-attaches
+// to the one in flight, which goes on under its supervisor and runs once.
 func TestFinallyRunsOnceAcrossAdoption(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{"job.yaml": `
@@ -125,7 +126,7 @@ finally:
   - id: once
     exec: ["sh", "-c", "echo once >> once.txt"]
   - id: slow
-    shell: "if [ -e marker ]; then exit 0; fi; touch marker; echo sleeping; sleep 60"
+    shell: "echo ran >> slow.txt; echo sleeping; while [ ! -e go ]; do sleep 0.05; done"
     safe_to_repeat: true
   - id: last
     exec: ["sh", "-c", "echo ${{ run.status }} ${{ run.failed_step }} >> last.txt"]
@@ -140,7 +141,13 @@ finally:
 	if err := te.e.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(te.path("go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	done := te.wait(te.e, r.ID)
+	if got := te.read("slow.txt"); got != "ran\n" {
+		t.Fatalf("slow.txt = %q: the step in flight ran again", got)
+	}
 	if done.Status != store.RunFailed || done.Error != "step work: exit status 1" {
 		t.Fatalf("run: %s %q (%s)", done.Status, done.Error, stepStatuses(done))
 	}
