@@ -380,7 +380,8 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, fmt.Errorf("broken pipe") }
 
 // TestSyncWithoutPingAnswers checks that a client that never answers ping
-// requests still gets its answers, and is pinged only once.
+// requests still gets its answers, and is pinged only MaxMissedPings
+// times after the probe that starts the session.
 func TestSyncWithoutPingAnswers(t *testing.T) {
 	t.Parallel()
 	f := setup(t, fixtureOpts{ignorePings: true})
@@ -396,7 +397,7 @@ func TestSyncWithoutPingAnswers(t *testing.T) {
 			pings++
 		}
 	}
-	if pings != transport.MaxMissedPings {
-		t.Errorf("%d pings sent, want %d (syncing turns off after that many went unanswered)", pings, transport.MaxMissedPings)
+	if pings != 1+transport.MaxMissedPings {
+		t.Errorf("%d pings sent, want %d (the probe, then syncing turns off after %d went unanswered)", pings, 1+transport.MaxMissedPings, transport.MaxMissedPings)
 	}
 }

@@ -90,6 +90,28 @@ func (c *stdioConn) syncClient(ctx context.Context) {
 	}
 }
 
+// probeSync sends one sync ping as the session starts, when nothing is
+// queued ahead of it, so that a client that answers pings is known to
+// before its first progress-heavy call: behind thousands of queued
+// notifications an unproven client's first answers may take longer than
+// unprovenSyncTimeout, which must not count as ignoring pings. The probe
+// is not waited for, and an unanswered one is no miss.
+func (c *stdioConn) probeSync() {
+	id, ch := c.sendPing()
+	go func() {
+		t := time.NewTimer(c.srv.syncTimeout)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-c.dead:
+		}
+		c.syncMu.Lock()
+		delete(c.syncPending, id)
+		c.syncMu.Unlock()
+	}()
+}
+
 // missed counts a sync ping sent at sentAt that timed out. Pings sent
 // before the last miss was counted belong to the same round (concurrent
 // calls syncing at once) and count once: a client is given up on after
