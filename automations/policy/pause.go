@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 
+	"github.com/cairnhq/cairn/internal/text"
+
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -57,15 +59,5 @@ func PauseNote(key string, failures int64, last string) string {
 	if last == "" {
 		last = "no error recorded"
 	}
-	return fmt.Sprintf("by the scheduler after %d failed fires in a row (last: %s); fix the cause, then run: mcp-host automations resume %s", failures, clipNote(last), key)
-}
-
-// clipNote bounds the error a note quotes.
-func clipNote(s string) string {
-	const max = 300
-	r := []rune(s)
-	if len(r) <= max {
-		return s
-	}
-	return string(r[:max]) + "…"
+	return fmt.Sprintf("by the scheduler after %d failed fires in a row (last: %s); fix the cause, then run: mcp-host automations resume %s", failures, text.OneLine(last, 300), key)
 }
