@@ -165,3 +165,26 @@ func TestPauseAfterZeroNeverPauses(t *testing.T) {
 		t.Fatalf("paused with the rule off: %+v", got)
 	}
 }
+
+// A cron whose fires error loses each slot (counted missed) and counts
+// each towards the pause.
+func TestCronFireErrorsPause(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.pausing(2)
+	a := e.create(Spec{Key: "minutely", Cron: "* * * * *", TZ: "UTC"})
+	e.targets.failing.Store(true)
+	e.advanceTo(t0.Add(time.Minute))
+	if got := e.get(a.ID); !got.Enabled || got.State.Failures != 1 || got.State.Missed != 1 {
+		t.Fatalf("after one failed slot: %+v", got.State)
+	}
+	e.advanceTo(t0.Add(2 * time.Minute))
+	if got := e.get(a.ID); got.Enabled || !strings.Contains(got.Note, "target is broken") {
+		t.Fatalf("not paused after two failed slots: enabled %v note %q", got.Enabled, got.Note)
+	}
+	e.targets.failing.Store(false)
+	e.advanceTo(t0.Add(3 * time.Minute))
+	if got := e.get(a.ID); got.State.Fires != 0 || len(e.notifications()) != 1 {
+		t.Fatalf("paused cron: %d fires, %d notifications", got.State.Fires, len(e.notifications()))
+	}
+}
