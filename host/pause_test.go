@@ -38,10 +38,7 @@ func TestRepeatedFailuresPauseAndNotifyTheWebhook(t *testing.T) {
 	defer srv.Close()
 	cfg := setup(t, "automations:\n  pause_after_failures: 1\nnotify:\n  events: [paused]\n  webhook: {url: \""+srv.URL+"/hook\"}\n")
 	cfg.Write = true
-	fails := "name: fails\nsteps:\n  - id: f\n    exec: [\"false\"]\n"
-	if err := os.WriteFile(filepath.Join(cfg.Workspace, ".cairn", "workflows", "fails.yaml"), []byte(fails), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addFailingWorkflow(t, cfg)
 	h := open(t, cfg)
 	ctx := context.Background()
 	res, err := h.Automations.Create(ctx, automations.CreateParams{Owner: "cli", Spec: automations.Spec{Key: "ping", Target: "fails", Every: "1h"}})
@@ -119,5 +116,15 @@ func TestPauseAfterFailuresConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", config, err, want)
 		}
+	}
+}
+
+// addFailingWorkflow adds the workflow "fails" to cfg's workspace: one
+// step that exits 1.
+func addFailingWorkflow(t *testing.T, cfg Config) {
+	t.Helper()
+	fails := "name: fails\nsteps:\n  - id: f\n    exec: [\"false\"]\n"
+	if err := os.WriteFile(filepath.Join(cfg.Workspace, ".cairn", "workflows", "fails.yaml"), []byte(fails), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
