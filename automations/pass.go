@@ -7,7 +7,6 @@ package automations
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -131,7 +130,7 @@ func (s *Scheduler) watchRun(ctx context.Context, a *store.Automation) *store.Au
 	}
 	p := store.RecordParams{Finished: fin}
 	if fin.Status == store.RunFailed {
-		p.Pause = s.pauseRule(a, fmt.Sprintf("run %s failed: %s", runID, r.Error))
+		p.Pause = s.pauseRule(a, runFailure(runID, r))
 	}
 	return s.recordPausing(ctx, a, p)
 }

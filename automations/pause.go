@@ -41,10 +41,8 @@ func (s *Scheduler) fireFailed(ctx context.Context, a *store.Automation, err err
 		return
 	}
 	s.log.Warn("automation", "key", a.Key, "err", err)
-	if p.Error == "" {
-		p.Error = err.Error()
-	}
-	p.FireFailed, p.Pause = true, s.pauseRule(a, p.Error)
+	p.Error, p.FireFailed = err.Error(), true
+	p.Pause = s.pauseRule(a, p.Error)
 	s.recordPausing(ctx, a, p)
 }
 
@@ -66,4 +64,12 @@ func (s *Scheduler) recordPausing(ctx context.Context, a *store.Automation, p st
 		}
 	}
 	return b
+}
+
+// runFailure says why run r of runID failed, for a pause's note.
+func runFailure(runID string, r *store.Run) string {
+	if r.Error == "" {
+		return "run " + runID + " failed"
+	}
+	return "run " + runID + " failed: " + r.Error
 }
