@@ -56,8 +56,7 @@ func (s *Scheduler) visitCron(ctx context.Context, a *store.Automation, now time
 		if err != nil {
 			// The slot is lost: count it as missed rather than retry it
 			// on every pass.
-			s.recordError(ctx, a, fmt.Errorf("fire %s: %w", res.Fire.Format(time.RFC3339), err))
-			s.record(ctx, a, store.RecordParams{Cursor: res.LastNominal, Missed: int64(res.Missed) + 1, NextDue: res.Next})
+			s.fireFailed(ctx, a, fmt.Errorf("fire %s: %w", res.Fire.Format(time.RFC3339), err), store.RecordParams{Cursor: res.LastNominal, Missed: int64(res.Missed) + 1, NextDue: res.Next})
 		}
 	case res.LastNominal.After(from):
 		s.record(ctx, a, store.RecordParams{Cursor: res.LastNominal, Missed: int64(res.Missed), NextDue: res.Next})

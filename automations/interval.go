@@ -62,7 +62,7 @@ func (s *Scheduler) visitDelay(ctx context.Context, a *store.Automation, now tim
 		nominal = c.Truncate(time.Second).Add(time.Second)
 	}
 	if err := s.fire(ctx, a, store.FireParams{Nominal: nominal, Missed: int64(res.Missed)}); err != nil {
-		s.recordError(ctx, a, err)
+		s.fireFailed(ctx, a, err, store.RecordParams{})
 		s.retryLater(a.ID, now.Add(ev))
 		return now.Add(ev)
 	}
@@ -95,8 +95,7 @@ func (s *Scheduler) visitRate(ctx context.Context, a *store.Automation, now time
 	nominal := from.Add(k * ev)
 	next := nominal.Add(ev)
 	if err := s.fire(ctx, a, store.FireParams{Nominal: nominal, Missed: int64(k - 1), NextDue: next}); err != nil {
-		s.recordError(ctx, a, err)
-		s.record(ctx, a, store.RecordParams{Cursor: nominal, Missed: int64(k), NextDue: next})
+		s.fireFailed(ctx, a, err, store.RecordParams{Cursor: nominal, Missed: int64(k), NextDue: next})
 	}
 	return next.Add(-shift)
 }

@@ -85,7 +85,9 @@ func (s *Scheduler) step(ctx context.Context) time.Time {
 // visit handles one automation at now and returns when it is due next.
 func (s *Scheduler) visit(ctx context.Context, a *store.Automation, now time.Time) time.Time {
 	if a.State.InFlight() {
-		a = s.watchRun(ctx, a)
+		if a = s.watchRun(ctx, a); !a.Enabled {
+			return time.Time{} // paused by its failures
+		}
 	}
 	if !a.State.Buffered.IsZero() && !a.State.InFlight() {
 		a = s.release(ctx, a, now)
@@ -126,12 +128,11 @@ func (s *Scheduler) watchRun(ctx context.Context, a *store.Automation) *store.Au
 		s.watchFor(a.ID, runID)
 		return a
 	}
-	b, err := s.storeRecord(ctx, store.RecordParams{AutomationID: a.ID, Finished: fin})
-	if err != nil {
-		s.log.Warn("record run finish", "automation", a.Key, "run", runID, "err", err)
-		return a
+	p := store.RecordParams{Finished: fin}
+	if fin.Status == store.RunFailed {
+		p.Pause = s.pauseRule(a, runFailure(runID, r))
 	}
-	return b
+	return s.recordPausing(ctx, a, p)
 }
 
 // release hands over the fire buffer_one held, now that the previous run
@@ -140,7 +141,7 @@ func (s *Scheduler) release(ctx context.Context, a *store.Automation, now time.T
 	nominal := a.State.Buffered
 	run, err := s.prepare(ctx, a, nominal)
 	if err != nil {
-		s.recordError(ctx, a, err)
+		s.fireFailed(ctx, a, err, store.RecordParams{})
 		return a
 	}
 	if _, err := s.storeFire(ctx, store.FireParams{AutomationID: a.ID, Nominal: nominal, Actual: now, Run: run, Release: true}); err != nil {

@@ -119,6 +119,7 @@ func clearErr(st store.AutomationState) string {
 func (s *Scheduler) launch(ctx context.Context, a *store.Automation) {
 	p := *a.State.Pending
 	err := s.fire(ctx, a, store.FireParams{Nominal: p.Nominal, Observation: p.Observation})
+	fireErr := err != nil
 	if err == nil {
 		b, gerr := s.cfg.Store.GetAutomation(ctx, a.ID)
 		if gerr != nil || b.State.Pending == nil || !b.State.Pending.Nominal.Equal(p.Nominal) {
@@ -135,5 +136,11 @@ func (s *Scheduler) launch(ctx context.Context, a *store.Automation) {
 	p.Attempts++
 	p.Error = err.Error()
 	s.log.Warn("launch monitor change", "automation", a.Key, "attempt", p.Attempts, "err", err)
-	s.record(ctx, a, store.RecordParams{Pending: &p, Error: "launch: " + err.Error()})
+	rec := store.RecordParams{Pending: &p, Error: "launch: " + err.Error()}
+	if fireErr {
+		// The launch itself failed (not a slot taken meanwhile): a failed
+		// fire, counted towards the pause.
+		rec.FireFailed, rec.Pause = true, s.pauseRule(a, rec.Error)
+	}
+	s.recordPausing(ctx, a, rec)
 }

@@ -61,6 +61,15 @@ type Config struct {
 	// Parallel bounds the automations visited at once by a pass (default
 	// 64); their writes share the store's group commits.
 	Parallel int
+	// PauseAfter pauses an automation whose fires failed this many times
+	// in a row (its runs failed, or its fires errored: target gone, input
+	// invalid, launch refused); 0: never.
+	PauseAfter int
+	// PauseNotify, when set, gives the outbox rows enqueued with a pause
+	// of a with note at at (store.PauseParams.Notify); OnPause is told
+	// after a pause was stored.
+	PauseNotify func(a *store.Automation, note string, at time.Time) []*store.Notification
+	OnPause     func(a *store.Automation)
 	// Ahead is how long before a cron slot the leader prepares the fires
 	// due at it (builds their runs, computes their next due times), so
 	// that at the slot it only commits them, every fire due at that

@@ -27,6 +27,7 @@ type Summary struct {
 	Skipped    int64     `json:"skipped"`
 	Missed     int64     `json:"missed"`
 	LastError  string    `json:"last_error,omitempty"`
+	Failures   int64     `json:"failures,omitempty"` // failed fires in a row
 }
 
 // Summaries lists every automation in s as a Summary at now, by owner
@@ -59,7 +60,7 @@ func Summarize(a *store.Automation, now time.Time) Summary {
 		ID: a.ID, Key: a.Key, Owner: a.Owner, Target: a.Target, Schedule: Describe(a.Trigger), Zone: loc.String(),
 		Enabled: a.Enabled, Note: a.Note, Approval: a.Approval,
 		LastStart: in(st.LastStart), LastFinish: in(st.LastFinish), LastStatus: st.LastStatus, NextDue: in(NextDue(a, now)),
-		Fires: st.Fires, Skipped: st.Skipped, Missed: st.Missed, LastError: st.LastError,
+		Fires: st.Fires, Skipped: st.Skipped, Missed: st.Missed, LastError: st.LastError, Failures: st.Failures,
 	}
 }
 

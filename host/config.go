@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cairnhq/cairn/automations/policy"
 	"github.com/cairnhq/cairn/notify"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/workspace"
@@ -40,6 +41,26 @@ type Settings struct {
 	Store     StoreSettings     `yaml:"store"`
 	Agents    AgentSettings     `yaml:"agents"`
 	Workflows WorkflowSettings  `yaml:"workflows"`
+	// Automations is the automations: section.
+	Automations AutomationSettings `yaml:"automations"`
+}
+
+// AutomationSettings is the automations: section.
+type AutomationSettings struct {
+	// PauseAfterFailures pauses an automation whose fires failed this
+	// many times in a row; nil: policy.DefaultPauseAfter; 0: never.
+	PauseAfterFailures *int `yaml:"pause_after_failures"`
+}
+
+// maxPauseAfter bounds automations.pause_after_failures.
+const maxPauseAfter = 1000
+
+// pauseAfter is the scheduler's Config.PauseAfter.
+func (a AutomationSettings) pauseAfter() int {
+	if a.PauseAfterFailures == nil {
+		return policy.DefaultPauseAfter
+	}
+	return *a.PauseAfterFailures
 }
 
 // StoreSettings is the store: section.
@@ -146,6 +167,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 	}
 	if err := s.Workflows.validate(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if n := s.Automations.PauseAfterFailures; n != nil && (*n < 0 || *n > maxPauseAfter) {
+		return s, fmt.Errorf("read config %s: automations.pause_after_failures is %d; use 0 (never pause) to %d", p, *n, maxPauseAfter)
 	}
 	return s, nil
 }

@@ -179,10 +179,13 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	// Fires share the engine's workflow cache and preparation.
 	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets(), EnvPass: settings.Env.Pass}
-	h.Scheduler = automations.New(automations.Config{
+	schedCfg := automations.Config{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
 		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
-	})
+		PauseAfter: settings.Automations.pauseAfter(),
+	}
+	h.notifier.schedulerOptions(&schedCfg)
+	h.Scheduler = automations.New(schedCfg)
 	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk})
 	if h.Policy, err = settings.Agents.Policy(); err != nil {
 		h.Close()

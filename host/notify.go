@@ -2,7 +2,9 @@ package host
 
 import (
 	"sync/atomic"
+	"time"
 
+	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/notify"
 	"github.com/cairnhq/cairn/runs"
@@ -60,4 +62,17 @@ func (n *notifier) runOptions(o *runs.Options) {
 		return
 	}
 	o.Notify, o.OnChange = n.forRun, n.onChange(o.OnChange)
+}
+
+// schedulerOptions wires n into the scheduler: a pause enqueues its
+// automation.paused rows and, once stored, kicks the outbox (nothing
+// when n is nil).
+func (n *notifier) schedulerOptions(c *automations.Config) {
+	if n == nil {
+		return
+	}
+	c.PauseNotify = func(a *store.Automation, note string, at time.Time) []*store.Notification {
+		return n.settings.AutomationPaused(n.ws, a, note, at)
+	}
+	c.OnPause = func(*store.Automation) { n.outbox.Kick() }
 }

@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,10 +37,7 @@ func TestFailedRunEnqueuesNotifications(t *testing.T) {
 	t.Parallel()
 	cfg := setup(t, "notify:\n  desktop: true\n  webhook: {url: \"http://127.0.0.1:9/hook\"}\n")
 	cfg.Write = true
-	fails := "name: fails\nsteps:\n  - id: f\n    exec: [\"false\"]\n"
-	if err := os.WriteFile(filepath.Join(cfg.Workspace, ".cairn", "workflows", "fails.yaml"), []byte(fails), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addFailingWorkflow(t, cfg)
 	h := open(t, cfg)
 	ctx := context.Background()
 	ids := map[string]store.RunStatus{}

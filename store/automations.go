@@ -108,6 +108,10 @@ type AutomationState struct {
 	// Pending is a monitor launch decided but not yet handed over.
 	Pending   *PendingLaunch `json:"pending,omitempty"`
 	LastError string         `json:"last_error,omitempty"`
+	// Failures counts the fires that failed in a row: failed runs, and
+	// fires that errored before queuing one (RecordParams.FireFailed). A
+	// succeeded run, or resuming the automation, resets it.
+	Failures int64 `json:"failures,omitempty"`
 }
 
 // PendingLaunch is a monitor's change waiting to be launched. It is
@@ -229,8 +233,27 @@ type RecordParams struct {
 	ClearPending      bool
 	// Error sets LastError ("-" clears it).
 	Error string
+	// FireFailed counts a fire that failed before queuing a run (Error
+	// says why) in State.Failures.
+	FireFailed bool
+	// Pause, when set, pauses the automation in the record's transaction
+	// if its failures in a row reach Pause.After.
+	Pause *PauseParams
 	// Lease, when set, fences the record as FireParams.Lease fences a fire.
 	Lease *LeaseFence
+}
+
+// PauseParams pause an automation whose fires keep failing: a record that
+// leaves an enabled automation with State.Failures >= After (After > 0)
+// disables it with Note (a spec change: the revision and
+// AutomationsVersion move) and enqueues Notify in the same transaction,
+// skipping ids already in the outbox, so the event is never lost or
+// doubled.
+type PauseParams struct {
+	After  int
+	Note   string
+	At     time.Time // the pause's time (zero: the current time)
+	Notify []*Notification
 }
 
 // RunFinish is a settled run as an automation records it.
@@ -311,7 +334,8 @@ type AutomationStore interface {
 	// the operation's: when it is not nil no fire was written (for a
 	// *CommitError, as its outcome says) and the outcomes are nil.
 	FireMany(ctx context.Context, ps []FireParams) ([]FireOutcome, error)
-	// RecordAutomation updates an automation's State (see RecordParams).
+	// RecordAutomation updates an automation's State (see RecordParams),
+	// and pauses it when p.Pause says so (see PauseParams).
 	RecordAutomation(ctx context.Context, p RecordParams) (*Automation, error)
 	// ListFires returns an automation's recent fires, newest first, each
 	// with its run's status (at most

@@ -31,6 +31,10 @@ func ApplyRecord(a *store.Automation, p store.RecordParams) (store.AutomationSta
 		}
 		st.LastFinish = at
 		st.LastStatus = string(f.Status)
+		CountOutcome(&st, f.Status)
+	}
+	if p.FireFailed {
+		st.Failures++
 	}
 	if p.Baseline != "" {
 		st.Observation = p.Baseline
@@ -88,6 +92,10 @@ func ApplyUpdate(cur, next *store.Automation, now time.Time) *store.Automation {
 	if next.Enabled && !cur.Enabled && now.After(st.Cursor) {
 		// Slots that passed while paused are not caught up.
 		st.Cursor = now.Truncate(time.Second)
+	}
+	if next.Enabled && !cur.Enabled {
+		// A resume gives the automation a fresh count of failures.
+		st.Failures = 0
 	}
 	out.State = st
 	return &out

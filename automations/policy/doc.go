@@ -2,6 +2,7 @@
 // as pure functions over the records a store backend loaded inside its
 // write: PlanFire decides what a fire does (queue, skip, buffer, refuse),
 // ApplyRecord and ApplyUpdate compute an automation's next state and spec,
+// PlanRecord adds the pause of an automation whose fires keep failing,
 // PrepareNew fills a new automation's defaults.
 //
 // Every backend (store/sqlite, store/memory) calls these and only persists

@@ -145,6 +145,7 @@ func settledState(st store.AutomationState, last *store.Run, actual time.Time) s
 	}
 	st.LastFinish = at
 	st.LastStatus = string(last.Status)
+	CountOutcome(&st, last.Status)
 	return st
 }
 

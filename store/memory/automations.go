@@ -230,12 +230,18 @@ func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*st
 		if !ok {
 			return &store.NotFoundError{Kind: "automation", ID: p.AutomationID}
 		}
-		st, err := policy.ApplyRecord(a, p)
+		next, paused, err := policy.PlanRecord(a, p)
 		if err != nil {
 			return err
 		}
-		next := store.CloneAutomation(a)
-		next.State = st
+		if paused {
+			enqueue, err := s.outbox.plan(p.Pause.Notify, p.Pause.At)
+			if err != nil {
+				return err
+			}
+			enqueue()
+			s.autos.version++
+		}
 		s.autos.byID[a.ID] = store.CloneAutomation(next)
 		out = next
 		return nil

@@ -25,6 +25,7 @@ var (
 	qDeleteFiresOf      = prepared("DELETE FROM automation_fires WHERE automation_id = ?")
 	qDeleteAutomation   = prepared("DELETE FROM automations WHERE id = ?")
 	qWriteState         = prepared("UPDATE automations SET state = ? WHERE id = ?")
+	qPauseAutomation    = prepared("UPDATE automations SET enabled = ?, note = ?, revision = ?, updated_at = ?, state = ? WHERE id = ?")
 	qListFires          = prepared("SELECT f.automation_id, f.nominal, f.actual, f.outcome, f.run_id, f.manual, COALESCE(r.status, '') FROM automation_fires AS f LEFT JOIN runs AS r ON f.run_id <> '' AND r.id = f.run_id WHERE f.automation_id = ? ORDER BY f.nominal DESC LIMIT ?")
 
 	// qListAutomations is indexed by filter: bit 0 owner, bit 1 key, bit
@@ -200,18 +201,36 @@ func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*st
 		if err != nil {
 			return err
 		}
-		st, err := policy.ApplyRecord(a, p)
+		next, paused, err := policy.PlanRecord(a, p)
 		if err != nil {
 			return err
 		}
-		a.State = st
-		out = a
-		return s.writeState(ctx, tx, a.ID, st)
+		out = next
+		if !paused {
+			return s.writeState(ctx, tx, a.ID, next.State)
+		}
+		return s.writePause(ctx, tx, next, p.Pause)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// writePause stores next, an automation a record paused, with the
+// pause's notifications, inside tx.
+func (s *Store) writePause(ctx context.Context, tx *sql.Tx, next *store.Automation, p *store.PauseParams) error {
+	st, err := json.Marshal(next.State)
+	if err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, tx, qPauseAutomation, next.Enabled, next.Note, next.Revision, next.UpdatedAt.UnixMilli(), string(st), next.ID); err != nil {
+		return fmt.Errorf("pause automation %s: %w", next.ID, err)
+	}
+	if err := s.enqueueAllTx(ctx, tx, p.Notify, p.At); err != nil {
+		return err
+	}
+	return s.bumpAutomationsVersion(ctx, tx)
 }
 
 func (s *Store) ListFires(ctx context.Context, automationID string, limit int) ([]*store.AutomationFire, error) {

@@ -61,6 +61,7 @@ func testAutomations(t *testing.T, newStore NewFunc) {
 		{"paused automations do not fire", testPausedDoNotFire},
 		{"fire history keeps the newest", testFireHistory},
 		{"record state", testRecordState},
+		{"pause after failures in a row", testPauseAfterFailures},
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/internal/page"
+	"github.com/cairnhq/cairn/internal/text"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -214,6 +215,8 @@ func (e *env) printSummaries(sums []automations.Summary) {
 		switch {
 		case s.Approval == store.ApprovalPending:
 			state = "pending approval"
+		case !s.Enabled && s.Note != "":
+			state = "paused " + text.OneLine(s.Note, 60) // why, at a glance
 		case !s.Enabled:
 			state = "paused"
 		}
@@ -300,6 +303,9 @@ func (e *env) printAutomation(x *store.Automation) {
 	}
 	if st.LastError != "" {
 		e.printf("  last error  %s\n", st.LastError)
+	}
+	if st.Failures > 0 {
+		e.printf("  failures    %d in a row\n", st.Failures)
 	}
 }
 
