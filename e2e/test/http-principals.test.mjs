@@ -1,0 +1,168 @@
+// End-to-end tests of principals over streamable HTTP, with the official
+// MCP TypeScript client: each named bearer token (serve --http
+// --add-token NAME) is a principal, agent:NAME, whatever name its client
+// gives; and a run's question reaches the person through elicitation over
+// HTTP as over stdio.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { stopWorkers, until } from '../lib/helpers.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..');
+const tmp = mkdtempSync(join(tmpdir(), 'cairn-http-principals-'));
+const workspace = join(tmp, 'ws');
+const state = join(tmp, 'state');
+const WORKFLOWS_DIR = join(repo, 'mcp', 'e2e', 'testdata', 'workflows');
+const APPROVE = 'name: approve\nsteps:\n  - id: ok\n    ask: "Ship it?"\n    choices: ["yes", "no"]\n    for: human\nresult: ${{ steps.ok.answer }}\n';
+
+let bin;
+let server; // the running serve --http: { child, url }
+const tokens = {}; // token name -> token
+const open = [];
+
+function env() {
+  return { ...process.env, CAIRN_STATE: state, HOME: tmp };
+}
+
+function cli(...args) {
+  const r = spawnSync(bin, args, { cwd: workspace, env: env(), encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+// serve starts `mcp-host serve --http` adding the token NAME, and records
+// the token it prints.
+async function serve(name) {
+  const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--add-token', name], { cwd: workspace, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const url = await new Promise((res, rej) => {
+    child.stderr.on('data', (d) => {
+      log += d.toString();
+      const u = log.match(/serving MCP at (http:\/\/127\.0\.0\.1:\d+\/mcp)/);
+      const t = log.match(new RegExp(`new token "${name}"[^\\n]*\\n[^\\n]*Authorization: Bearer ([0-9a-f]+)`));
+      if (u && t) {
+        tokens[name] = t[1];
+        res(u[1]);
+      }
+    });
+    child.on('exit', (code) => rej(new Error(`serve --http exited with ${code}: ${log}`)));
+  });
+  return { child, url };
+}
+
+async function stop(s) {
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGTERM');
+  await exited;
+}
+
+// connect opens a client with the token NAME. Every client gives the same
+// client name: the token, not the name, is the principal. With onElicit
+// the client offers elicitation and answers with it.
+async function connect(token, onElicit) {
+  const client = new Client({ name: 'same-editor', version: '1.0.0' }, onElicit ? { capabilities: { elicitation: {} } } : undefined);
+  if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
+  const errors = [];
+  client.onerror = (e) => errors.push(e);
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { authorization: `Bearer ${tokens[token]}` } } }));
+  open.push(client);
+  const call = async (tool, args = {}) => {
+    const res = await client.callTool({ name: tool, arguments: args });
+    assert.notEqual(res.isError, true, `${token} ${tool} failed: ${res.content?.[0]?.text}`);
+    return res.structuredContent;
+  };
+  const refused = async (tool, args) => {
+    const res = await client.callTool({ name: tool, arguments: args });
+    assert.equal(res.isError, true, `${token} ${tool} should be refused, got ${JSON.stringify(res.structuredContent)}`);
+    return res.content[0].text;
+  };
+  return { client, call, refused, errors };
+}
+
+before(async () => {
+  mkdirSync(join(workspace, '.cairn', 'workflows'), { recursive: true });
+  mkdirSync(state, { recursive: true, mode: 0o700 });
+  copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(workspace, '.cairn', 'workflows', 'hello.yaml'));
+  writeFileSync(join(workspace, '.cairn', 'workflows', 'approve.yaml'), APPROVE);
+  bin = process.env.MCP_HOST_BIN;
+  if (!bin) {
+    bin = join(tmp, 'mcp-host');
+    execFileSync('go', ['build', '-o', bin, './cmd/mcp-host'], { cwd: repo, stdio: 'inherit' });
+  }
+  assert.ok(existsSync(bin), `no mcp-host binary at ${bin}`);
+  // Two named tokens in the state root's http-tokens: the second serve
+  // accepts both.
+  await stop(await serve('A'));
+  server = await serve('B');
+});
+
+after(async () => {
+  for (const c of open) await c.close().catch(() => {});
+  if (server) await stop(server);
+  if (bin) await stopWorkers(bin, workspace, env());
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test('two named tokens are two principals: B cannot touch what A created; A can', async () => {
+  const a = await connect('A');
+  const b = await connect('B');
+  const { automation } = await a.call('create_automation', { key: 'a-nightly', target: 'hello', cron: '0 3 * * *' });
+  assert.equal(automation.owner, 'agent:A');
+  const id = automation.id;
+
+  for (const [tool, args] of [
+    ['update_automation', { id, target: 'approve' }],
+    ['update_automation', { id, enabled: false, note: 'paused by B' }],
+    ['delete_automation', { id }],
+    ['trigger_automation', { id }],
+  ]) {
+    const msg = await b.refused(tool, args);
+    assert.match(msg, /agents\.edit_others/, `B ${tool} ${JSON.stringify(args)}: ${msg}`);
+  }
+  const mineB = await b.call('list_automations');
+  assert.equal(mineB.owner, 'agent:B');
+  assert.deepEqual(mineB.automations, []);
+
+  const list = cli('automations', 'list');
+  assert.equal(list.code, 0, list.err);
+  assert.match(list.out, /a-nightly.*agent:A/);
+  const listed = JSON.parse(cli('--json', 'automations', 'list').out);
+  const row = (listed.automations ?? listed).find((x) => x.key === 'a-nightly');
+  assert.ok(row && row.owner === 'agent:A' && row.enabled && row.target === 'hello', JSON.stringify(row));
+
+  const paused = await a.call('update_automation', { id, enabled: false, note: 'paused by A' });
+  assert.equal(paused.enabled, false);
+  await a.call('update_automation', { id, enabled: true });
+  const fired = await a.call('trigger_automation', { id });
+  assert.ok(fired.run_id ?? fired.run?.id, JSON.stringify(fired));
+  const mineA = await a.call('list_automations');
+  assert.deepEqual(mineA.automations.map((x) => x.key), ['a-nightly']);
+  await a.call('delete_automation', { id });
+  const ran = await a.call('launch_run', { target: 'hello', wait_seconds: 30 });
+  assert.equal(ran.trigger.principal, 'agent:A');
+
+  const audit = cli('--json', 'audit');
+  assert.equal(audit.code, 0, audit.err);
+  const entries = JSON.parse(audit.out).entries;
+  const by = (principal, tool) => entries.filter((x) => x.principal === principal && x.tool === tool);
+  assert.equal(by('agent:A', 'create_automation')[0]?.outcome, 'ok', audit.out);
+  assert.equal(by('agent:A', 'delete_automation')[0]?.outcome, 'ok', audit.out);
+  assert.equal(by('agent:A', 'trigger_automation')[0]?.outcome, 'ok', audit.out);
+  assert.equal(by('agent:A', 'launch_run')[0]?.subject, ran.id, audit.out);
+  const refusedB = [...by('agent:B', 'update_automation'), ...by('agent:B', 'delete_automation'), ...by('agent:B', 'trigger_automation')];
+  assert.equal(refusedB.length, 4, audit.out);
+  for (const x of refusedB) {
+    assert.equal(x.outcome, 'refused');
+    assert.equal(x.subject, 'agents.edit_others');
+  }
+  assert.ok(!entries.some((x) => x.principal === 'agent:same-editor'), 'no call is the client name\'s');
+  assert.deepEqual([...a.errors, ...b.errors].map(String), []);
+});
