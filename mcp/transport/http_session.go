@@ -27,6 +27,8 @@ type httpSession struct {
 	id            string
 	token         string                         // the name of the token that opened it
 	notifications chan mcpgo.JSONRPCNotification // for the GET stream
+	requests      chan []byte                    // requests of ours, for the GET stream
+	clientReqs    clientRequests                 // those waiting for the client's response
 	clientState
 	resourceSubs
 	calls     calls
@@ -92,7 +94,7 @@ func (st *sessionTable) open(ctx context.Context, token string) (*httpSession, e
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("make session id: %w", err)
 	}
-	sess := &httpSession{id: hex.EncodeToString(b[:]), token: token, notifications: make(chan mcpgo.JSONRPCNotification, 256), done: make(chan struct{})}
+	sess := &httpSession{id: hex.EncodeToString(b[:]), token: token, notifications: make(chan mcpgo.JSONRPCNotification, 256), requests: make(chan []byte, maxClientRequests), done: make(chan struct{})}
 	sess.resourceSubs = resourceSubs{sess: sess, check: st.srv.checkSub}
 	sess.lastUsed.Store(time.Now().UnixNano())
 	var dropped []*httpSession
