@@ -166,3 +166,40 @@ test('two named tokens are two principals: B cannot touch what A created; A can'
   assert.ok(!entries.some((x) => x.principal === 'agent:same-editor'), 'no call is the client name\'s');
   assert.deepEqual([...a.errors, ...b.errors].map(String), []);
 });
+
+test('over HTTP, a client with an elicitation handler is asked the question of a run it launched; the answer is the human\'s', async () => {
+  const a = await connect('A');
+  const parked = await a.call('launch_run', { target: 'approve', wait_seconds: 30 });
+  assert.equal(parked.status, 'waiting');
+  assert.match(await a.refused('answer_run', { run_id: parked.id, answer: 'yes' }), /agents\.answer/);
+  await a.call('cancel_run', { run_id: parked.id });
+
+  const asked = [];
+  const e = await connect('B', async (req) => {
+    asked.push(req.params);
+    return { action: 'accept', content: { answer: 'yes' } };
+  });
+  const run = await e.call('launch_run', { target: 'approve' });
+  assert.equal(run.trigger.principal, 'agent:B');
+  const done = await until('the elicited answer to finish the run', async () => {
+    const r = await e.call('get_run', { run_id: run.id });
+    return r.status === 'succeeded' && r;
+  });
+  assert.equal(done.result, 'yes');
+  assert.equal(asked.length, 1);
+  assert.match(asked[0].message, /Ship it\?/);
+  assert.deepEqual(asked[0].requestedSchema.properties.answer.enum, ['yes', 'no']);
+
+  const out = await e.call('read_run_output', { run_id: run.id, limit: 100 });
+  const answer = out.records.find((r) => r.type === 'answer');
+  assert.ok(answer, JSON.stringify(out.records));
+  assert.equal(answer.by, 'human');
+
+  const entries = JSON.parse(cli('--json', 'audit').out).entries;
+  const human = entries.find((x) => x.tool === 'elicitation/create' && x.subject === run.id);
+  assert.equal(human?.principal, 'human', JSON.stringify(entries));
+  assert.equal(human?.outcome, 'ok');
+  const launch = entries.find((x) => x.tool === 'launch_run' && x.subject === run.id);
+  assert.equal(launch?.principal, 'agent:B');
+  assert.deepEqual(e.errors.map(String), []);
+});
