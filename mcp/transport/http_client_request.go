@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -15,6 +16,10 @@ import (
 // its launch_run answered) goes on the session's GET stream. The client's
 // response arrives as a POST whose body is a JSON-RPC response
 // (serveElement), routed by id like on stdio.
+
+// defaultGETWait is how long a request waits for the client to open its
+// GET stream.
+const defaultGETWait = 10 * time.Second
 
 // errNoGETStream refuses a request with nowhere to go.
 var errNoGETStream = errors.New("the HTTP client has no GET stream open to receive it (GET /mcp with Accept: text/event-stream)")
@@ -33,22 +38,38 @@ func (h *httpSession) request(ctx context.Context, method string, params any) (j
 }
 
 // sendRequest puts b on the POST stream of the call ctx belongs to, when
-// its client accepts SSE, else queues it for the session's GET stream.
+// its client accepts SSE, else on the session's GET stream. A client opens
+// its GET stream just after initialize, maybe after a question is ready:
+// it is waited for up to the session's getWait, and a stream that fails
+// under the request is replaced by the client's next one within that time.
 func (h *httpSession) sendRequest(ctx context.Context, b []byte) error {
 	if stream, ok := ctx.Value(notifierKey{}).(*sseWriter); ok && !stream.noSSE {
 		return stream.sendMessage(b)
 	}
-	if !h.listening.Load() {
-		return errNoGETStream
+	deadline := time.NewTimer(h.getWait)
+	defer deadline.Stop()
+	for {
+		req := outRequest{b: b, sent: make(chan error, 1)}
+		select {
+		case h.requests <- req:
+		case <-deadline.C:
+			return errNoGETStream
+		case <-h.done:
+			return errConnClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := <-req.sent; err == nil {
+			return nil
+		}
 	}
-	select {
-	case h.requests <- b:
-		return nil
-	case <-h.done:
-		return errConnClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+}
+
+// outRequest is a request of ours handed to the GET stream, which tells
+// whether it wrote it.
+type outRequest struct {
+	b    []byte
+	sent chan error
 }
 
 // clientAnswered delivers a response of the client to a request of ours;

@@ -261,12 +261,10 @@ func (t *httpTransport) get(w http.ResponseWriter, r *http.Request) {
 			if err := stream.sendNotification(r.Context(), n); err != nil {
 				return
 			}
-		case b := <-sess.requests:
-			if err := stream.sendMessage(b); err != nil {
-				select {
-				case sess.requests <- b: // for the client's next GET stream
-				default:
-				}
+		case req := <-sess.requests:
+			err := stream.sendMessage(req.b)
+			req.sent <- err
+			if err != nil {
 				return
 			}
 		case <-heartbeat.C:
