@@ -38,18 +38,19 @@ function cli(...args) {
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
-// serve starts `mcp-host serve --http` adding the token NAME, and records
-// the token it prints.
-async function serve(name) {
-  const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--add-token', name], { cwd: workspace, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
+// serve starts `mcp-host serve --http` in cwd, adding the token NAME
+// (when given) and recording the token it prints.
+async function serve(name, cwd = workspace) {
+  const args = ['serve', '--http', '127.0.0.1:0', ...(name ? ['--add-token', name] : [])];
+  const child = spawn(bin, args, { cwd, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const url = await new Promise((res, rej) => {
     child.stderr.on('data', (d) => {
       log += d.toString();
       const u = log.match(/serving MCP at (http:\/\/127\.0\.0\.1:\d+\/mcp)/);
-      const t = log.match(new RegExp(`new token "${name}"[^\\n]*\\n[^\\n]*Authorization: Bearer ([0-9a-f]+)`));
-      if (u && t) {
-        tokens[name] = t[1];
+      const t = name && log.match(new RegExp(`new token "${name}"[^\\n]*\\n[^\\n]*Authorization: Bearer ([0-9a-f]+)`));
+      if (u && (!name || t)) {
+        if (t) tokens[name] = t[1];
         res(u[1]);
       }
     });
@@ -67,12 +68,12 @@ async function stop(s) {
 // connect opens a client with the token NAME. Every client gives the same
 // client name: the token, not the name, is the principal. With onElicit
 // the client offers elicitation and answers with it.
-async function connect(token, onElicit) {
+async function connect(token, onElicit, url = server.url) {
   const client = new Client({ name: 'same-editor', version: '1.0.0' }, onElicit ? { capabilities: { elicitation: {} } } : undefined);
   if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
   const errors = [];
   client.onerror = (e) => errors.push(e);
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { authorization: `Bearer ${tokens[token]}` } } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${tokens[token]}` } } }));
   open.push(client);
   const call = async (tool, args = {}) => {
     const res = await client.callTool({ name: tool, arguments: args });
@@ -202,4 +203,37 @@ test('over HTTP, a client with an elicitation handler is asked the question of a
   const launch = entries.find((x) => x.tool === 'launch_run' && x.subject === run.id);
   assert.equal(launch?.principal, 'agent:B');
   assert.deepEqual(e.errors.map(String), []);
+});
+
+test("over HTTP, under agents.automations: approve, the person approves a token's automation through elicitation", async () => {
+  const ws = join(tmp, 'ws-approve');
+  mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
+  copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n');
+  const other = await serve(undefined, ws); // the same state root: the same tokens
+  try {
+    const asked = [];
+    const a = await connect('A', async (req) => {
+      asked.push(req.params);
+      return { action: 'accept', content: { decision: 'approve' } };
+    }, other.url);
+    const { automation } = await a.call('create_automation', { key: 'a-hourly', target: 'hello', every: '1h' });
+    assert.equal(automation.owner, 'agent:A');
+    assert.equal(automation.approval, 'pending');
+    const enabled = await until('the person to approve it through elicitation', async () => {
+      const { automations } = await a.call('list_automations');
+      return automations.find((x) => x.id === automation.id && x.enabled && !x.approval);
+    });
+    assert.ok(enabled);
+    assert.equal(asked.length, 1);
+    assert.match(asked[0].message, /agent:A .*a-hourly/);
+    const audit = JSON.parse(spawnSync(bin, ['--json', 'audit'], { cwd: ws, env: env(), encoding: 'utf8' }).stdout).entries;
+    assert.equal(audit.find((x) => x.tool === 'elicitation/create' && x.subject === automation.id)?.principal, 'human');
+    assert.equal(audit.find((x) => x.tool === 'create_automation' && x.subject === automation.id)?.principal, 'agent:A', JSON.stringify(audit));
+    assert.deepEqual(a.errors.map(String), []);
+    await a.client.close();
+  } finally {
+    await stop(other);
+    await stopWorkers(bin, ws, env());
+  }
 });
