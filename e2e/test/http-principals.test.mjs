@@ -149,6 +149,9 @@ test('two named tokens are two principals: B cannot touch what A created; A can'
   await a.call('delete_automation', { id });
   const ran = await a.call('launch_run', { target: 'hello', wait_seconds: 30 });
   assert.equal(ran.trigger.principal, 'agent:A');
+  const shown = cli('runs', 'show', ran.id);
+  assert.equal(shown.code, 0, shown.err);
+  assert.match(shown.out, /by agent:A/);
 
   const audit = cli('--json', 'audit');
   assert.equal(audit.code, 0, audit.err);
@@ -164,6 +167,9 @@ test('two named tokens are two principals: B cannot touch what A created; A can'
     assert.equal(x.outcome, 'refused');
     assert.equal(x.subject, 'agents.edit_others');
   }
+  const connA = by('agent:A', 'create_automation')[0].connection;
+  assert.match(connA ?? '', /^conn_/);
+  assert.ok(refusedB.every((x) => /^conn_/.test(x.connection) && x.connection !== connA), 'each HTTP session is a connection of its own');
   assert.ok(!entries.some((x) => x.principal === 'agent:same-editor'), 'no call is the client name\'s');
   assert.deepEqual([...a.errors, ...b.errors].map(String), []);
 });
