@@ -59,8 +59,15 @@ func (h *httpSession) sendRequest(ctx context.Context, b []byte) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if err := <-req.sent; err == nil {
-			return nil
+		select {
+		case err := <-req.sent:
+			if err == nil {
+				return nil
+			}
+		case <-h.done:
+			return errConnClosed
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
