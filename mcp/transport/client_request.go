@@ -14,15 +14,16 @@ import (
 // has waiting for an answer.
 const maxClientRequests = 64
 
-// clientRequests are the server-to-client requests of a connection
-// (elicitation/create) waiting for the client's response.
+// clientRequests are the server-to-client requests of a stdio connection
+// or an HTTP session (elicitation/create) waiting for the client's
+// response.
 type clientRequests struct {
 	mu      sync.Mutex
 	seq     int64
 	pending map[string]chan []byte // by JSON id
 
-	// sendMu guards the write queue against its close: a request is sent
-	// under the read lock, and close takes the write lock.
+	// sendMu guards the stdio write queue against its close: a request is
+	// sent under the read lock, and close takes the write lock.
 	sendMu sync.RWMutex
 	closed bool
 }
@@ -65,11 +66,16 @@ func (e *ClientRequestError) Error() string {
 	return fmt.Sprintf("client answered %s with error %d: %s", e.Method, e.Code, e.Message)
 }
 
-// request sends a request to the client and waits for its response: the
-// result, or a *ClientRequestError. It gives up when ctx ends or the
-// connection closes.
+// request sends a request to the client and waits for its response (see
+// clientRequests.roundTrip).
 func (c *stdioConn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	r := &c.clientReqs
+	return c.clientReqs.roundTrip(ctx, method, params, c.sendRequest, c.dead)
+}
+
+// roundTrip sends a request to the client through send and waits for its
+// response: the result, or a *ClientRequestError. It gives up when ctx
+// ends or gone closes (the connection or session ended).
+func (r *clientRequests) roundTrip(ctx context.Context, method string, params any, send func(context.Context, []byte) error, gone <-chan struct{}) (json.RawMessage, error) {
 	r.mu.Lock()
 	if len(r.pending) >= maxClientRequests {
 		r.mu.Unlock()
@@ -93,13 +99,13 @@ func (c *stdioConn) request(ctx context.Context, method string, params any) (jso
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", method, err)
 	}
-	if err := c.sendRequest(ctx, b); err != nil {
+	if err := send(ctx, b); err != nil {
 		return nil, fmt.Errorf("send %s: %w", method, err)
 	}
 	var msg []byte
 	select {
 	case msg = <-ch:
-	case <-c.dead:
+	case <-gone:
 		return nil, errConnClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -123,13 +129,19 @@ func (c *stdioConn) request(ctx context.Context, method string, params any) (jso
 // clientAnswered delivers a response to a request sent by request; it
 // reports false when id names none of them (a sync ping's answer).
 func (c *stdioConn) clientAnswered(id json.RawMessage, msg []byte) bool {
-	r := &c.clientReqs
+	return c.clientReqs.answered(id, msg)
+}
+
+// answered delivers a response to a request sent by roundTrip; it reports
+// false when id names none of them.
+func (r *clientRequests) answered(id json.RawMessage, msg []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ch, ok := r.pending[string(id)]
+	key := idKey(id)
+	ch, ok := r.pending[key]
 	if ok {
 		ch <- append([]byte(nil), msg...)
-		delete(r.pending, string(id))
+		delete(r.pending, key)
 	}
 	return ok
 }
@@ -139,7 +151,12 @@ var _ server.SessionWithElicitation = (*stdioSession)(nil)
 // RequestElicitation asks the client's user through elicitation/create
 // and waits for the answer.
 func (s *stdioSession) RequestElicitation(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
-	raw, err := s.conn.request(ctx, string(mcpgo.MethodElicitationCreate), req.Params)
+	return elicit(ctx, req, s.conn.request)
+}
+
+// elicit sends elicitation/create through request and decodes the answer.
+func elicit(ctx context.Context, req mcpgo.ElicitationRequest, request func(context.Context, string, any) (json.RawMessage, error)) (*mcpgo.ElicitationResult, error) {
+	raw, err := request(ctx, string(mcpgo.MethodElicitationCreate), req.Params)
 	if err != nil {
 		return nil, err
 	}

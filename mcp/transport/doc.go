@@ -58,7 +58,11 @@
 // HandleMessage: a POST's progress notifications travel on that POST's own
 // SSE response, ahead of its response (a client that accepts only
 // application/json gets JSON, without them); a GET stream carries the
-// session's other notifications (resource updates). It refuses foreign
+// session's other notifications (resource updates). Requests of ours
+// (elicitation/create) go on the asking call's POST stream, or on the GET
+// stream when no call of the client asks (a run parked after its
+// launch_run answered); the client POSTs its response, routed by id
+// (http_client_request.go). It refuses foreign
 // Origin and Host headers, an MCP-Protocol-Version it does not serve (400),
 // and requests without one of the named bearer tokens (the scheme is
 // case-insensitive; a 401 carries a Bearer challenge, without

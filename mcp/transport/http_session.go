@@ -27,6 +27,9 @@ type httpSession struct {
 	id            string
 	token         string                         // the name of the token that opened it
 	notifications chan mcpgo.JSONRPCNotification // for the GET stream
+	requests      chan outRequest                // requests of ours, for the GET stream
+	getWait       time.Duration                  // how long one waits for a GET stream
+	clientReqs    clientRequests                 // those waiting for the client's response
 	clientState
 	resourceSubs
 	calls     calls
@@ -58,6 +61,8 @@ func (h *httpSession) busy() bool { return h.listening.Load() || h.inFlight.Load
 type sessionTable struct {
 	srv *endpoint
 	max int // 0: maxHTTPSessions
+	// getWait bounds a request's wait for a GET stream; 0: defaultGETWait.
+	getWait time.Duration
 
 	mu       sync.Mutex
 	sessions map[string]*list.Element // of *httpSession
@@ -92,7 +97,10 @@ func (st *sessionTable) open(ctx context.Context, token string) (*httpSession, e
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("make session id: %w", err)
 	}
-	sess := &httpSession{id: hex.EncodeToString(b[:]), token: token, notifications: make(chan mcpgo.JSONRPCNotification, 256), done: make(chan struct{})}
+	sess := &httpSession{id: hex.EncodeToString(b[:]), token: token, notifications: make(chan mcpgo.JSONRPCNotification, 256), requests: make(chan outRequest), getWait: st.getWait, done: make(chan struct{})}
+	if sess.getWait <= 0 {
+		sess.getWait = defaultGETWait
+	}
 	sess.resourceSubs = resourceSubs{sess: sess, check: st.srv.checkSub}
 	sess.lastUsed.Store(time.Now().UnixNano())
 	var dropped []*httpSession

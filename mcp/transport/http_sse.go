@@ -78,6 +78,12 @@ func (s *sseWriter) sendNotification(_ context.Context, n mcpgo.JSONRPCNotificat
 	if err != nil {
 		return fmt.Errorf("encode notification %s: %w", n.Method, err)
 	}
+	return s.sendMessage(b)
+}
+
+// sendMessage writes one encoded message (a notification, or a request
+// of ours) as an event of the stream.
+func (s *sseWriter) sendMessage(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failed {

@@ -209,7 +209,8 @@ func (t *httpTransport) postBatch(w http.ResponseWriter, r *http.Request, body [
 // request of ours (the one place those arrive on HTTP).
 func (t *httpTransport) serveElement(ctx context.Context, sess *httpSession, _ *sseWriter, h head, msg []byte) {
 	if !h.HasMethod {
-		return // a response to a server request: none are sent yet
+		sess.clientAnswered(h, msg) // a response to a request of ours
+		return
 	}
 	t.srv.notification(ctx, &sess.calls, h, msg)
 }
@@ -258,6 +259,12 @@ func (t *httpTransport) get(w http.ResponseWriter, r *http.Request) {
 		select {
 		case n := <-sess.notifications:
 			if err := stream.sendNotification(r.Context(), n); err != nil {
+				return
+			}
+		case req := <-sess.requests:
+			err := stream.sendMessage(req.b)
+			req.sent <- err
+			if err != nil {
 				return
 			}
 		case <-heartbeat.C:
