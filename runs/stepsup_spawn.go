@@ -207,5 +207,6 @@ func (x *execution) stepSpec(st *workflows.Step, pos int, p procSpec) stepSpec {
 		Argv: p.argv, Dir: p.dir, Env: p.env, Timeout: p.timeout, Grace: p.grace,
 		OutputCap: p.cap, LineCap: p.lineCap, JournalRunCap: x.e.opts.JournalRunCap,
 		OutputDir: x.e.ws.OutputDir(), LocksDir: x.e.ws.LocksDir(), Redact: p.Redact,
+		OutputFile: st.Output == workflows.OutputFile,
 	}
 }
