@@ -2,6 +2,7 @@ package runs
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,6 +138,16 @@ finally:
 	}
 	waitRecord(t, te, first, r.ID, func(rec Record) bool { return rec.Type == RecordText && strings.Contains(rec.Text, "sleeping") })
 	first.Stop()
+	// The step goes on under its supervisor after Stop: SIGKILL it (its
+	// command dies with it), so that the step is interrupted and, safe to
+	// repeat, runs again under the adopter.
+	state, err := readStepState(stepFilePath(te.ws.OutputDir(), r.ID))
+	if err != nil || state == nil || state.Step != "slow" || state.Result != nil {
+		t.Fatalf("step file: %+v %v", state, err)
+	}
+	if err := syscall.Kill(state.Supervisor.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	if err := te.e.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}

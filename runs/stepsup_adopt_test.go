@@ -40,7 +40,7 @@ steps:
 func TestSupervisedOutputFileOutlivesItsOwner(t *testing.T) {
 	t.Parallel()
 	te := setup(t, map[string]string{"big.yaml": gatedOutputFileYAML})
-	id := killOwnerMidStep(t, te, "big", "print")
+	id := killOwnerMidStep(t, te, "big", "print", func(string) {})
 	r := te.wait(te.e, id)
 	if r.Status != store.RunSucceeded || r.Question != nil {
 		t.Fatalf("run %s: %s %+v", id, r.Status, r.Question)
@@ -107,12 +107,13 @@ func TestAdoptedStepsSecretNeverStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateRoot := filepath.Dir(te.ws.StateDir)
-	id := killOwnerMidStep(t, te, "leak", "leak")
-	// Mid-step: the step file names the running call.
-	if state, err := readStepState(stepFilePath(te.ws.OutputDir(), id)); err != nil || state == nil || state.Result != nil {
-		t.Fatalf("step file mid-step: %+v %v", state, err)
-	}
-	grepTree(t, stateRoot, secret, 3)
+	id := killOwnerMidStep(t, te, "leak", "leak", func(id string) {
+		// Mid-step: the step file names the running call.
+		if state, err := readStepState(stepFilePath(te.ws.OutputDir(), id)); err != nil || state == nil || state.Result != nil {
+			t.Fatalf("step file mid-step: %+v %v", state, err)
+		}
+		grepTree(t, stateRoot, secret, 3)
+	})
 	r := te.wait(te.e, id)
 	if r.Status != store.RunSucceeded || stepStatuses(r) != "leak=succeeded again=succeeded" {
 		t.Fatalf("run %s: %s %s %s", id, r.Status, stepStatuses(r), r.Error)
@@ -138,9 +139,9 @@ func TestAdoptedStepsSecretNeverStored(t *testing.T) {
 
 // killOwnerMidStep launches target in a child, SIGKILLs it while step
 // waits on its gate, starts te's engine as the peer that adopts the run,
-// and lets the step go on once the peer re-attached to it. It returns the
-// run's id.
-func killOwnerMidStep(t *testing.T, te *testEnv, target, step string) string {
+// and once the peer re-attached to it calls midStep with the run's id and
+// lets the step go on. It returns the run's id.
+func killOwnerMidStep(t *testing.T, te *testEnv, target, step string, midStep func(id string)) string {
 	t.Helper()
 	for _, name := range []string{"ready", "gate"} {
 		if err := syscall.Mkfifo(te.path(name), 0o600); err != nil {
@@ -161,6 +162,7 @@ func killOwnerMidStep(t *testing.T, te *testEnv, target, step string) string {
 	waitRecord(t, te, te.e, id, func(rec Record) bool {
 		return rec.Type == RecordNote && strings.Contains(rec.Text, "re-attached to step "+step)
 	})
+	midStep(id)
 	fifo(t, "write gate", func() error { return os.WriteFile(te.path("gate"), []byte("go\n"), 0o600) })
 	return id
 }
