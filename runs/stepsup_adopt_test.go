@@ -134,6 +134,7 @@ func TestAdoptedStepsSecretNeverStored(t *testing.T) {
 	if leak == nil || !bytes.Contains(leak.Result, []byte(`out ***\nafter ***\n`)) || !bytes.Contains(leak.Result, []byte(`err ***`)) {
 		t.Fatalf("the adopted call's ledger entry is not its redacted output: %+v", leak)
 	}
+	waitIdle(t, te.e) // the step file goes after the settle
 	grepTree(t, stateRoot, secret, 3)
 }
 
@@ -243,6 +244,7 @@ func TestAdopterRedactsTheTakenResult(t *testing.T) {
 	if !took {
 		t.Fatal("the peer did not take the recorded result")
 	}
+	waitIdle(t, te.e) // the step file goes after the settle
 	grepTree(t, filepath.Dir(te.ws.StateDir), secret, 3)
 }
 
