@@ -276,8 +276,10 @@ func (x *execution) settle(status store.RunStatus, result json.RawMessage, errTe
 		x.j.stored()
 	} else {
 		x.j.write(end)
-		x.e.removeStepFile(x.id) // its last call's outcome is in the ledger now
 	}
+	// Its last call's outcome is in the ledger now; whatever left a step
+	// file, an inline journal too, it goes with the settle.
+	x.e.removeStepFile(x.id)
 	x.e.log.Info("run settled", "run", x.id, "target", r.Target, "status", status, "error", errText)
 }
 
@@ -375,7 +377,12 @@ func (x *execution) call(st *workflows.Step, pos int, en *store.LedgerEntry) flo
 	}
 	if en != nil && x.supervised(st) {
 		// An earlier owner started it under a supervisor: take its result,
-		// waiting for it while the supervisor lives.
+		// waiting for it while the supervisor lives. Its supervisor
+		// redacted what it recorded; what reaches the ledger is redacted
+		// here too, as the owner that dispatched it would have.
+		if _, err := x.redactSecretsOf(st); err != nil {
+			x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s: %v; its supervisor redacted its output", st.ID, err)})
+		}
 		res, found, f := x.attachStep(st, pos, en.Starts)
 		switch {
 		case f != flowNext:

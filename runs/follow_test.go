@@ -91,3 +91,32 @@ func TestFollowEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Follow after its context ended: %v", err)
 	}
 }
+
+// TestReadPastTheEndIsDone: a reader already past the end record is done
+// even while the owner still holds the run (it lets go just after).
+func TestReadPastTheEndIsDone(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"one.yaml": "steps:\n  - id: say\n    exec: [echo, hi]\n"})
+	id := te.launch("one", "").ID
+	if r := te.wait(te.e, id); r.Status != store.RunSucceeded {
+		t.Fatalf("run: %s", r.Status)
+	}
+	waitIdle(t, te.e)
+	all, err := te.e.ReadOutput(te.ctx, id, ReadParams{Limit: 10000})
+	if err != nil || !all.Done || all.Records[len(all.Records)-1].Type != RecordEnd {
+		t.Fatalf("whole journal: %+v %v", all, err)
+	}
+	lock, err := te.e.locker.tryLock(id) // as the owner does until it lets go
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	again, err := te.e.ReadOutput(te.ctx, id, ReadParams{Cursor: all.Cursor})
+	if err != nil || len(again.Records) != 0 || !again.Done {
+		t.Fatalf("read past the end while the run is held: %+v %v", again, err)
+	}
+	before, err := te.e.ReadOutput(te.ctx, id, ReadParams{Limit: 1})
+	if err != nil || before.Done {
+		t.Fatalf("read of the first record while the run is held: %+v %v", before, err)
+	}
+}

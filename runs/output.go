@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"strconv"
 	"time"
@@ -138,12 +139,50 @@ func (e *Engine) readOnce(ctx context.Context, id string, off int64, limit int) 
 	}
 	if !out.Done && r.Status.Settled() && len(recs) < limit {
 		// No end record (yet): done once the owner let go of the run,
-		// since it writes the end record before it does.
-		if held, err := e.locker.isHeld(id); err == nil && !held {
+		// since it writes the end record before it does, or when the
+		// reader is past the end record already (the owner is letting go).
+		if held, err := e.locker.isHeld(id); err == nil && (!held || len(recs) == 0 && e.endsBefore(r, id, off)) {
 			out.Done = true
 		}
 	}
 	return out, r, nil
+}
+
+// endsBefore reports whether the record of run r's journal that ends at
+// off is its end record: the last record, at most maxEndResult and some
+// text long.
+func (e *Engine) endsBefore(r *store.Run, id string, off int64) bool {
+	if off <= 0 {
+		return false
+	}
+	start := max(0, off-maxEndResult-64<<10)
+	var b []byte
+	if len(r.Journal) > 0 {
+		b = r.Journal[min(start, int64(len(r.Journal))):min(off, int64(len(r.Journal)))]
+	} else {
+		rd, err := e.journals.reader(id, start)
+		if err != nil {
+			return false
+		}
+		b, err = io.ReadAll(io.LimitReader(rd, off-start))
+		rd.Close()
+		if err != nil {
+			return false
+		}
+	}
+	if int64(len(b)) != off-start || b[len(b)-1] != '\n' {
+		return false
+	}
+	line := b[:len(b)-1]
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	} else if start > 0 {
+		return false // longer than an end record
+	}
+	var rec struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(line, &rec) == nil && rec.Type == RecordEnd
 }
 
 // ownerGone returns the pid of run r's owner when it vanished: r is

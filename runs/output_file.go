@@ -47,7 +47,9 @@ func outputFilePath(dir, runID, stepID string, attempt int) string {
 // outputFile is one step call's output file. Its methods are safe for the
 // two streams' goroutines.
 type outputFile struct {
-	x       *execution
+	// journal writes its output_file records: the execution's journal,
+	// or a step supervisor's (which runs the command and gets its lines).
+	journal func(Record)
 	step    string
 	attempt int
 	path    string
@@ -66,7 +68,8 @@ type outputFile struct {
 // line may be as long as MaxOutputFileLine), and the file to close when
 // the process ended; else spec unchanged and nil. A memory journal (a dry
 // run) or a file that cannot be created keeps the output in the journal,
-// with a note saying why.
+// with a note saying why. A supervised call's supervisor, which gets the
+// lines, keeps the file itself (stepSpec.OutputFile).
 func (x *execution) withOutputFile(st *workflows.Step, attempt int, spec procSpec) (procSpec, *outputFile) {
 	if st.Output != workflows.OutputFile {
 		return spec, nil
@@ -76,15 +79,32 @@ func (x *execution) withOutputFile(st *workflows.Step, attempt int, spec procSpe
 		x.j.write(Record{Type: RecordNote, Step: st.ID, Attempt: attempt, Text: "output: file is kept in the journal: this run keeps no files"})
 		return spec, nil
 	}
-	o := &outputFile{x: x, step: st.ID, attempt: attempt, path: outputFilePath(fj.dir, x.id, st.ID, attempt)}
-	if err := o.open(); err != nil {
-		x.j.write(Record{Type: RecordNote, Step: st.ID, Attempt: attempt, Text: "output: file is kept in the journal: " + err.Error()})
+	o := startOutputFile(x.j.write, st.ID, attempt, outputFilePath(fj.dir, x.id, st.ID, attempt))
+	if o == nil {
 		return spec, nil
 	}
-	x.j.write(Record{Type: RecordOutputFile, Step: st.ID, Attempt: attempt, Event: "started", File: o.path})
+	return o.wrap(spec), o
+}
+
+// startOutputFile opens a step call's output file at path and records it
+// with journal; when it cannot be created, it notes why the output stays
+// in the journal and returns nil.
+func startOutputFile(journal func(Record), step string, attempt int, path string) *outputFile {
+	o := &outputFile{journal: journal, step: step, attempt: attempt, path: path}
+	if err := o.open(); err != nil {
+		journal(Record{Type: RecordNote, Step: step, Attempt: attempt, Text: "output: file is kept in the journal: " + err.Error()})
+		return nil
+	}
+	journal(Record{Type: RecordOutputFile, Step: step, Attempt: attempt, Event: "started", File: path})
+	return o
+}
+
+// wrap returns spec writing its lines to the file (a line may be as long
+// as MaxOutputFileLine) instead of the journal.
+func (o *outputFile) wrap(spec procSpec) procSpec {
 	spec.lineCap = max(spec.lineCap, MaxOutputFileLine)
 	spec.onLine = o.line
-	return spec, o
+	return spec
 }
 
 func (o *outputFile) open() error {
@@ -137,7 +157,7 @@ func (o *outputFile) close() {
 	if err != nil {
 		rec.Error = "write output file: " + err.Error()
 	}
-	o.x.j.write(rec)
+	o.journal(rec)
 }
 
 // removeRunFolder deletes run id's folder under dir (its output files)

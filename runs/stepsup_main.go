@@ -108,7 +108,9 @@ func superviseMain(in io.Reader, status *os.File) int {
 		return 2
 	}
 	e := supervisorEngine(spec)
+	red := newRedactor(spec.Redact)
 	j := e.openJournal(spec.RunID)
+	j.redact = red
 	ps := spec.procSpec()
 	ps.onStart = func(pid int) {
 		st.Command = refOf(pid)
@@ -123,14 +125,21 @@ func superviseMain(in io.Reader, status *os.File) int {
 		}
 		j.write(Record{Type: RecordText, Step: spec.Step, Stream: stream, Text: line, Dropped: dropped})
 	}
+	var outFile *outputFile // output: file (output_file.go)
+	if spec.OutputFile {
+		if outFile = startOutputFile(j.write, spec.Step, spec.Attempt, outputFilePath(spec.OutputDir, spec.RunID, spec.Step, spec.Attempt)); outFile != nil {
+			ps = outFile.wrap(ps)
+		}
+	}
 	var res procResult
 	if ctx.Err() != nil {
 		res.Interrupted = context.Cause(ctx) // told to stop before it started
 	} else {
 		res = runProcess(ctx, ps)
 	}
+	outFile.close()
 	j.close()
-	st.Result = resultOfProcess(res)
+	st.Result = resultOfProcess(res, red)
 	if err := writeStepState(path, st, true); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2

@@ -46,10 +46,11 @@ func (x *execution) startSupervisor(spec stepSpec) (*supervisor, error) {
 		inW.Close()
 		return nil, fmt.Errorf("start step supervisor: %w", err)
 	}
-	env := []string{supervisorEnv + "=" + supervisorMode}
-	if v, ok := os.LookupEnv("GORACE"); ok {
-		env = append(env, "GORACE="+v) // a race-enabled test binary stands in for mcp-host
-	}
+	// A race-enabled test binary stands in for mcp-host: its race
+	// detector would sleep a second at exit by default, and the owner
+	// waits for the supervisor's exit (GORACE means nothing to others).
+	env := []string{supervisorEnv + "=" + supervisorMode,
+		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 	name, err := os.Executable() // what ps shows
 	if err != nil {
 		name = exe
@@ -207,5 +208,6 @@ func (x *execution) stepSpec(st *workflows.Step, pos int, p procSpec) stepSpec {
 		Argv: p.argv, Dir: p.dir, Env: p.env, Timeout: p.timeout, Grace: p.grace,
 		OutputCap: p.cap, LineCap: p.lineCap, JournalRunCap: x.e.opts.JournalRunCap,
 		OutputDir: x.e.ws.OutputDir(), LocksDir: x.e.ws.LocksDir(), Redact: p.Redact,
+		OutputFile: st.Output == workflows.OutputFile,
 	}
 }

@@ -49,6 +49,10 @@ type stepSpec struct {
 	// Redact are strings (secrets) replaced by "***" in every line of
 	// output written to the journal and in the output kept in the result.
 	Redact []string `json:"redact,omitempty"`
+	// OutputFile: the step says `output: file`; the supervisor writes the
+	// lines to the call's output file (outputFilePath) instead of the
+	// journal, and the journal's output_file records.
+	OutputFile bool `json:"output_file,omitempty"`
 }
 
 // stepState is the step file: the supervised call, who runs it and, once
@@ -91,10 +95,12 @@ type stepResult struct {
 	Err     string `json:"error,omitempty"`
 }
 
-func resultOfProcess(res procResult) *stepResult {
-	r := &stepResult{stepRecord: res.record(), TimedOut: res.TimedOut, Stopped: res.Interrupted != nil}
+// resultOfProcess is what the step file keeps of res, its output and
+// error text redacted by red: the step file holds no secret.
+func resultOfProcess(res procResult, red *redactor) *stepResult {
+	r := &stepResult{stepRecord: red.stepRecord(res.record()), TimedOut: res.TimedOut, Stopped: res.Interrupted != nil}
 	if res.Err != nil {
-		r.Err = res.Err.Error()
+		r.Err = red.str(res.Err.Error())
 	}
 	return r
 }

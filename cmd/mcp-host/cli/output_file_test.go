@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,6 +43,14 @@ func TestOutputFileKeepsTheWholeOutput(t *testing.T) {
 	var r runs.Run
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Steps) != 1 {
 		t.Fatalf("runs show: %s", out)
+	}
+	// The step ran under a step supervisor (a workspace with a SQLite
+	// store), which wrote the file.
+	st := c.openStore()
+	ledger, err := st.Ledger(context.Background(), id)
+	st.Close()
+	if err != nil || len(ledger) != 1 || !strings.Contains(string(ledger[0].Detail), `"supervised":true`) {
+		t.Fatalf("the step did not run under a supervisor: %+v %v", ledger, err)
 	}
 	file := r.Steps[0].OutputFile
 	if want := filepath.Join(c.ws.OutputDir(), id, "print.1.log"); file != want {
