@@ -36,12 +36,13 @@ func responses(t *testing.T, out string) map[string]json.RawMessage {
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
 		var m struct {
-			ID json.RawMessage `json:"id"`
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("stdout holds a line that is not JSON-RPC: %q", sc.Text())
 		}
-		if len(m.ID) > 0 {
+		if len(m.ID) > 0 && m.Method == "" { // not a request of the server's (its sync ping)
 			got[string(m.ID)] = append(json.RawMessage(nil), sc.Bytes()...)
 		}
 	}
