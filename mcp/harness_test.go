@@ -52,6 +52,9 @@ type fixtureOpts struct {
 	version     string
 	clientName  string
 	ignorePings bool
+	// patientSync waits for a first ping answer as long as for any: the
+	// client answers, maybe slowly behind a deep backlog on a busy machine.
+	patientSync bool
 	// runs replaces the fake engine when set (and runStore its store).
 	runs     runEngine
 	runStore runStore
@@ -98,6 +101,9 @@ func setup(t testing.TB, o fixtureOpts) *fixture {
 	f.srv = New(p)
 	if o.ignorePings {
 		f.srv.syncTimeout = 100 * time.Millisecond
+	}
+	if o.patientSync {
+		f.srv.unproven = 10 * time.Second
 	}
 	f.srv.mcp.AddTools(f.testTools()...)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -33,7 +33,7 @@ func (s *Server) ServeHTTP(ctx context.Context, p transport.ListenParams) error 
 func (s *Server) transportConfig() transport.Config {
 	return transport.Config{
 		MCP: s.mcp, Log: s.log, MaxInFlight: s.maxInFlight,
-		SyncTimeout: s.syncTimeout, ShutdownGrace: s.shutdownGrace,
+		SyncTimeout: s.syncTimeout, UnprovenSyncTimeout: s.unproven, ShutdownGrace: s.shutdownGrace,
 		CheckSubscribe: s.checkSubscribe,
 	}
 }

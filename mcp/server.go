@@ -67,6 +67,7 @@ type Server struct {
 	maxInFlight   int
 	pollInterval  time.Duration
 	syncTimeout   time.Duration // 0: the transport's default
+	unproven      time.Duration // the same for a client not yet known to answer pings
 	shutdownGrace time.Duration // 0: the transport's default
 	subs          *subscriptions
 	logs          *runLog

@@ -27,9 +27,7 @@
 // what came before): at most 100 ms until the client has answered one of
 // our pings, and a client that lets two rounds of such pings go unanswered
 // is not pinged again (TestSyncWithoutPingAnswers); a late answer turns
-// syncing back on. One ping probes the client as its session starts,
-// before any backlog can slow its answer, so a client that answers pings
-// is known to from its first call. The barrier stays because the TypeScript SDK still
+// syncing back on. The barrier stays because the TypeScript SDK still
 // needs it with progress written strictly before the response
 // (TestProgressNeverAfterResponse, and e2e/test's progress test).
 //

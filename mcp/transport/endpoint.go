@@ -41,6 +41,9 @@ type Config struct {
 	// SyncTimeout bounds the wait for the answer to a sync ping (stdio)
 	// from a client that answers pings; default 3s.
 	SyncTimeout time.Duration
+	// UnprovenSyncTimeout bounds that wait while the client has answered
+	// none of our pings yet; default 100ms (see stdio_sync.go).
+	UnprovenSyncTimeout time.Duration
 	// ShutdownGrace is how long requests in flight when the stdio client
 	// closed its end may run on before they are cancelled; default 5s.
 	ShutdownGrace time.Duration
@@ -55,12 +58,13 @@ type endpoint struct {
 	log           *slog.Logger
 	maxInFlight   int
 	syncTimeout   time.Duration
+	unproven      time.Duration // UnprovenSyncTimeout
 	shutdownGrace time.Duration
 	checkSub      func(ctx context.Context, sess server.ClientSession, uri string) error
 }
 
 func newEndpoint(c Config) *endpoint {
-	e := &endpoint{mcp: c.MCP, log: c.Log, maxInFlight: c.MaxInFlight, syncTimeout: c.SyncTimeout, shutdownGrace: c.ShutdownGrace, checkSub: c.CheckSubscribe}
+	e := &endpoint{mcp: c.MCP, log: c.Log, maxInFlight: c.MaxInFlight, syncTimeout: c.SyncTimeout, unproven: c.UnprovenSyncTimeout, shutdownGrace: c.ShutdownGrace, checkSub: c.CheckSubscribe}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -69,6 +73,9 @@ func newEndpoint(c Config) *endpoint {
 	}
 	if e.syncTimeout <= 0 {
 		e.syncTimeout = defaultSyncTimeout
+	}
+	if e.unproven <= 0 {
+		e.unproven = unprovenSyncTimeout
 	}
 	if e.shutdownGrace <= 0 {
 		e.shutdownGrace = defaultShutdownGrace

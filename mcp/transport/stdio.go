@@ -222,9 +222,6 @@ func (c *stdioConn) handleLine(ctx context.Context, line []byte, size int) {
 		c.clientResponse(h, trimmed)
 	case !h.isRequest():
 		c.srv.notification(ctx, &c.calls, h, trimmed)
-		if h.Method == "notifications/initialized" {
-			c.probeSync()
-		}
 	default:
 		release, ok := c.takeSlot()
 		if !ok {

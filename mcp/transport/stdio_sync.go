@@ -45,7 +45,7 @@ func (c *stdioConn) flushNotifications() {
 // out before syncing is off for the rest of the connection.
 const MaxMissedPings = 2
 
-// unprovenSyncTimeout bounds the wait for a sync ping's answer while the
+// unprovenSyncTimeout is the default bound of the wait for a sync ping's answer while the
 // client has answered none of our pings: a client that does not answer
 // pings is held up at most this long, MaxMissedPings times.
 const unprovenSyncTimeout = 100 * time.Millisecond
@@ -77,7 +77,7 @@ func (c *stdioConn) syncClient(ctx context.Context) {
 	}()
 	timeout := c.srv.syncTimeout
 	if !c.syncAnswering.Load() {
-		timeout = min(timeout, unprovenSyncTimeout)
+		timeout = min(timeout, c.srv.unproven)
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -88,28 +88,6 @@ func (c *stdioConn) syncClient(ctx context.Context) {
 	case <-ctx.Done(): // the client is gone
 	case <-c.dead:
 	}
-}
-
-// probeSync sends one sync ping as the session starts, when nothing is
-// queued ahead of it, so that a client that answers pings is known to
-// before its first progress-heavy call: behind thousands of queued
-// notifications an unproven client's first answers may take longer than
-// unprovenSyncTimeout, which must not count as ignoring pings. The probe
-// is not waited for, and an unanswered one is no miss.
-func (c *stdioConn) probeSync() {
-	id, ch := c.sendPing()
-	go func() {
-		t := time.NewTimer(c.srv.syncTimeout)
-		defer t.Stop()
-		select {
-		case <-ch:
-		case <-t.C:
-		case <-c.dead:
-		}
-		c.syncMu.Lock()
-		delete(c.syncPending, id)
-		c.syncMu.Unlock()
-	}()
 }
 
 // missed counts a sync ping sent at sentAt that timed out. Pings sent

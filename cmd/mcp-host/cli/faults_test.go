@@ -173,11 +173,15 @@ func TestServeEndsWhenStateFolderDeleted(t *testing.T) {
 	serve := c.startMCPHost(&stderr, "serve")
 	send := func(line string) { serve.Say(t, line) }
 	reply := func() map[string]any {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(serve.Line(t)), &m); err != nil {
-			t.Fatal(err)
+		for {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(serve.Line(t)), &m); err != nil {
+				t.Fatal(err)
+			}
+			if _, request := m["method"]; !request { // not the server's sync probe
+				return m
+			}
 		}
-		return m
 	}
 	for _, l := range strings.Split(strings.TrimSpace(mcpLines()), "\n") {
 		send(l)
