@@ -99,6 +99,19 @@ func firedRuns(t *testing.T, st store.Store) map[time.Time][]*store.Run {
 	}
 }
 
+// firedInFlight counts the fired runs not settled yet.
+func firedInFlight(t *testing.T, st store.Store) int {
+	n := 0
+	for _, rs := range firedRuns(t, st) {
+		for _, r := range rs {
+			if r.Status == store.RunQueued || r.Status == store.RunRunning {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // firedAfter counts the fired runs created after at.
 func firedAfter(t *testing.T, st store.Store, at time.Time) int {
 	n := 0
@@ -145,8 +158,21 @@ func TestStoppedSchedulerHolderIsReplaced(t *testing.T) {
 	began := time.Now()
 	within(t, 30*time.Second, "the worker fires", func() bool { return firedAfter(t, st, began) >= 2 })
 
-	w.signal(t, syscall.SIGSTOP)
-	within(t, 5*time.Second, "the worker is stopped", func() bool { return locks.Stopped(w.pid()) })
+	// Stop the worker between runs: an interval is measured from its
+	// previous run's completion, and a run the stopped worker holds never
+	// completes (adopting runs from a stopped owner is not part of this).
+	for attempt := 0; ; attempt++ {
+		within(t, 30*time.Second, "no fired run in flight", func() bool { return firedInFlight(t, st) == 0 })
+		w.signal(t, syscall.SIGSTOP)
+		within(t, 5*time.Second, "the worker is stopped", func() bool { return locks.Stopped(w.pid()) })
+		if firedInFlight(t, st) == 0 {
+			break
+		}
+		if attempt == 50 {
+			t.Fatal("the worker was always stopped with a run in flight")
+		}
+		w.signal(t, syscall.SIGCONT)
+	}
 	stopped := time.Now()
 	code, out, _ := c.run("status")
 	if want := fmt.Sprintf("pid %d holds the scheduler lock but has not made progress since", w.pid()); code != 0 || !strings.Contains(out, want) {
