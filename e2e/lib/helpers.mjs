@@ -32,3 +32,23 @@ export async function until(what, fn, { tries = 600, every = 100 } = {}) {
   }
   assert.fail(`gave up waiting for ${what}`);
 }
+
+// elicitedRun waits for run (launched by client e, whose elicitation
+// handler pushed each request's params to asked) to succeed with the
+// person's "yes", and checks the question was asked once, with its
+// choices as an enum, and that the journal records the answer as human's.
+export async function elicitedRun(e, run, asked) {
+  const done = await until('the elicited answer to finish the run', async () => {
+    const r = await e.call('get_run', { run_id: run.id });
+    return r.status === 'succeeded' && r;
+  });
+  assert.equal(done.result, 'yes');
+  assert.equal(asked.length, 1);
+  assert.match(asked[0].message, /Ship it\?/);
+  assert.deepEqual(asked[0].requestedSchema.properties.answer.enum, ['yes', 'no']);
+  const out = await e.call('read_run_output', { run_id: run.id, limit: 100 });
+  const answer = out.records.find((r) => r.type === 'answer');
+  assert.ok(answer, JSON.stringify(out.records));
+  assert.equal(answer.by, 'human');
+  return answer;
+}

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { stopWorkers, until } from '../lib/helpers.mjs';
+import { elicitedRun, stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -188,19 +188,7 @@ test('over HTTP, a client with an elicitation handler is asked the question of a
   });
   const run = await e.call('launch_run', { target: 'approve' });
   assert.equal(run.trigger.principal, 'agent:B');
-  const done = await until('the elicited answer to finish the run', async () => {
-    const r = await e.call('get_run', { run_id: run.id });
-    return r.status === 'succeeded' && r;
-  });
-  assert.equal(done.result, 'yes');
-  assert.equal(asked.length, 1);
-  assert.match(asked[0].message, /Ship it\?/);
-  assert.deepEqual(asked[0].requestedSchema.properties.answer.enum, ['yes', 'no']);
-
-  const out = await e.call('read_run_output', { run_id: run.id, limit: 100 });
-  const answer = out.records.find((r) => r.type === 'answer');
-  assert.ok(answer, JSON.stringify(out.records));
-  assert.equal(answer.by, 'human');
+  await elicitedRun(e, run, asked);
 
   const entries = JSON.parse(cli('--json', 'audit').out).entries;
   const human = entries.find((x) => x.tool === 'elicitation/create' && x.subject === run.id);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { stopWorkers, until } from '../lib/helpers.mjs';
+import { elicitedRun, stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -165,19 +165,7 @@ test('answer_run refuses a question for a person; the elicitation answer is the 
     return { action: 'accept', content: { answer: 'yes' } };
   });
   const run = await e.call('launch_run', { target: 'approve' });
-  const done = await until('the elicited answer to finish the run', async () => {
-    const r = await e.call('get_run', { run_id: run.id });
-    return r.status === 'succeeded' && r;
-  });
-  assert.equal(done.result, 'yes');
-  assert.equal(asked.length, 1);
-  assert.match(asked[0].message, /Ship it\?/);
-  assert.deepEqual(asked[0].requestedSchema.properties.answer.enum, ['yes', 'no']);
-
-  const out = await e.call('read_run_output', { run_id: run.id, limit: 100 });
-  const answer = out.records.find((r) => r.type === 'answer');
-  assert.ok(answer, JSON.stringify(out.records));
-  assert.equal(answer.by, 'human');
+  const answer = await elicitedRun(e, run, asked);
   assert.equal(answer.text, 'yes');
 
   const audit = cli('--json', 'audit');
