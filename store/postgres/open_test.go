@@ -67,6 +67,10 @@ func TestWorkspacesAreSeparate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var path, idle string
+	if err := a.pool.QueryRow(ctx, "SELECT current_setting('search_path'), current_setting('idle_in_transaction_session_timeout')").Scan(&path, &idle); err != nil || path != "cairn_team_a" || idle != "30s" {
+		t.Fatalf("a connection's search_path %q, idle_in_transaction_session_timeout %q (%v)", path, idle, err)
+	}
 	if err := a.CreateRun(ctx, &store.Run{ID: "run_1", Target: "t"}); err != nil {
 		t.Fatal(err)
 	}
