@@ -21,9 +21,7 @@ func (s *Store) DeleteRuns(ctx context.Context, ids []string) (store.Deleted, er
 		if err != nil {
 			return out, fmt.Errorf("delete runs: %w", err)
 		}
-		out.Deleted = append(out.Deleted, got.Deleted...)
-		out.Active = append(out.Active, got.Active...)
-		out.Missing = append(out.Missing, got.Missing...)
+		out.Merge(got)
 	}
 	return out, nil
 }
@@ -51,14 +49,7 @@ func (s *Store) deleteBatchTx(ctx context.Context, tx pgx.Tx, batch []string, go
 		return fmt.Errorf("read runs to delete: %w", err)
 	}
 	for _, id := range batch {
-		switch st, ok := status[id]; {
-		case !ok:
-			got.Missing = append(got.Missing, id)
-		case st.Settled():
-			got.Deleted = append(got.Deleted, id)
-		default:
-			got.Active = append(got.Active, id)
-		}
+		got.Add(id, status[id])
 	}
 	if len(got.Deleted) == 0 {
 		return nil

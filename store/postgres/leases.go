@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/cairnhq/cairn/store"
@@ -92,19 +91,14 @@ func putLeaseTx(ctx context.Context, tx pgx.Tx, l store.Lease) error {
 // SHARE: a take-over waits until the fenced write commits, so it can
 // never slip in between the check and the commit.
 func checkFencesTx(ctx context.Context, tx pgx.Tx, fs ...*store.LeaseFence) error {
-	var checked []store.LeaseFence
-	for _, f := range fs {
-		if f == nil || slices.Contains(checked, *f) {
-			continue
-		}
+	for _, f := range store.DistinctFences(fs...) {
 		cur, err := leaseTx(ctx, tx, f.Name, "FOR SHARE")
 		if err != nil {
 			return err
 		}
-		if err := store.CheckFence(cur, f); err != nil {
+		if err := store.CheckFence(cur, &f); err != nil {
 			return err
 		}
-		checked = append(checked, *f)
 	}
 	return nil
 }

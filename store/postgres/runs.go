@@ -184,11 +184,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 	if err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
-	next := ""
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = store.RunCursor(runs[limit-1])
-	}
+	runs, next := store.RunPage(runs, limit)
 	return runs, next, nil
 }
 
