@@ -27,10 +27,6 @@ const runColumns = "id, target, status, input, literals, trigger, session_id, re
 // write and RunnableRuns neither need nor return.
 var ownedColumns = strings.Replace(runColumns, "literals", "'' AS literals", 1)
 
-// nextChange takes the next number of the runs' change sequence; the row
-// lock it takes is held until the write commits (see run_changes).
-const nextChange = "(UPDATE run_changes SET last = last + 1 RETURNING last)"
-
 func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
 	return s.write(ctx, "run.create", func(tx pgx.Tx) error { return insertRunTx(ctx, tx, r) })
 }
@@ -48,8 +44,8 @@ func insertRunTx(ctx context.Context, tx pgx.Tx, r *store.Run) error {
 	if err != nil {
 		return err
 	}
-	tag, err := tx.Exec(ctx, "WITH c AS "+nextChange+" INSERT INTO runs ("+runColumns+", journal, change_seq) "+
-		"VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20, (SELECT last FROM c)) ON CONFLICT (id) DO NOTHING",
+	tag, err := tx.Exec(ctx, logChange("$1")+"INSERT INTO runs ("+runColumns+", journal) "+
+		"VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20) ON CONFLICT (id) DO NOTHING",
 		r.ID, r.Target, r.Status, string(r.Input), string(r.Literals), string(trig), r.SessionID,
 		nullJSON(r.Result), r.Error, r.OwnerPID, r.Claim, r.CancelRequested, question, nullTime(r.WakeAt),
 		r.Revision, r.CreatedAt, r.UpdatedAt, nullTime(r.StartedAt), nullTime(r.FinishedAt), journalBytes(r.Journal))
@@ -227,31 +223,4 @@ func (s *Store) RunClaims(ctx context.Context, ids []string) ([]store.RunClaim, 
 		return nil, fmt.Errorf("read run claims: %w", err)
 	}
 	return out, nil
-}
-
-func (s *Store) ChangedRuns(ctx context.Context, after int64, limit int) ([]store.RunChange, error) {
-	if limit <= 0 || limit > store.MaxListLimit {
-		limit = store.MaxListLimit
-	}
-	rows, err := s.pool.Query(ctx, "SELECT id, revision, change_seq FROM runs WHERE change_seq > $1 ORDER BY change_seq LIMIT $2", after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list changed runs: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RunChange, error) {
-		var c store.RunChange
-		err := row.Scan(&c.ID, &c.Revision, &c.Seq)
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list changed runs: %w", err)
-	}
-	return out, nil
-}
-
-func (s *Store) LastRunChange(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT last FROM run_changes").Scan(&n); err != nil {
-		return 0, fmt.Errorf("read the last run change: %w", err)
-	}
-	return n, nil
 }

@@ -56,15 +56,15 @@ func busyOrMissing(ctx context.Context, tx pgx.Tx, id string) error {
 }
 
 // updateRunTx writes r's mutable columns back (a transition set its
-// revision and time) and gives the run the next change number.
+// revision and time) and marks the run changed (see changes.go).
 func updateRunTx(ctx context.Context, tx pgx.Tx, r *store.Run) error {
 	question, err := questionText(r)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, "WITH c AS "+nextChange+` UPDATE runs SET status = $1, result = $2, error = $3, owner_pid = $4,
+	_, err = tx.Exec(ctx, logChange("$14")+`UPDATE runs SET status = $1, result = $2, error = $3, owner_pid = $4,
 		claim = $5, cancel_requested = $6, question = $7, wake_at = $8, revision = $9, updated_at = $10, started_at = $11,
-		finished_at = $12, journal = coalesce($13, journal), change_seq = (SELECT last FROM c) WHERE id = $14`,
+		finished_at = $12, journal = coalesce($13, journal) WHERE id = $14`,
 		r.Status, nullJSON(r.Result), r.Error, r.OwnerPID, r.Claim, r.CancelRequested, question, nullTime(r.WakeAt),
 		r.Revision, r.UpdatedAt, nullTime(r.StartedAt), nullTime(r.FinishedAt), journalBytes(r.Journal), r.ID)
 	if err != nil {

@@ -42,18 +42,30 @@ CREATE TABLE runs (
   updated_at       timestamptz NOT NULL,
   started_at       timestamptz,
   finished_at      timestamptz,
-  journal          bytea,          -- the output journal, when kept with the run
-  change_seq       bigint NOT NULL -- see run_changes
+  journal          bytea           -- the output journal, when kept with the run
 );
 CREATE INDEX runs_created ON runs (created_at, id);
 CREATE INDEX runs_status ON runs (status, created_at, id);
 CREATE INDEX runs_target ON runs (target, created_at, id);
-CREATE INDEX runs_change ON runs (change_seq);
 
--- The runs' change counter (store.RunStore.ChangedRuns): every run write
--- takes the next number by updating this one row, whose lock it holds
--- until it commits, so numbers are given in commit order (a sequence
--- would not be: a poller could pass a number whose write commits later).
+-- The runs' change numbers (store.RunStore.ChangedRuns) must come in
+-- commit order. A sequence does not give it (a poller could pass a number
+-- whose write commits later), and a counter row that every write locks
+-- would make run writes wait for each other's commits. So a write only
+-- logs that its run changed (run_changed, in write order), and a reader
+-- of changes numbers the logged changes it sees committed, under the lock
+-- of run_changes' one row, from last on: a change committed later can
+-- only get a higher number. run_seq holds each run's latest number.
+CREATE TABLE run_changed (
+  change_order bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  run_id       text NOT NULL
+);
+CREATE TABLE run_seq (
+  run_id   text PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  seq      bigint NOT NULL,
+  revision bigint NOT NULL
+);
+CREATE INDEX run_seq_seq ON run_seq (seq);
 CREATE TABLE run_changes (
   one  boolean PRIMARY KEY DEFAULT true CHECK (one),
   last bigint NOT NULL
