@@ -185,7 +185,7 @@ func (s *Store) DeleteAutomation(ctx context.Context, id string, expected int64)
 func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*store.Automation, error) {
 	var out *store.Automation
 	err := s.write(ctx, "automation.record", func(tx pgx.Tx) error {
-		if err := lockFences(ctx, tx, p.Lease); err != nil {
+		if err := checkFencesTx(ctx, tx, p.Lease); err != nil {
 			return err
 		}
 		a, err := lockAutomation(ctx, tx, p.AutomationID)
@@ -200,7 +200,7 @@ func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*st
 		if !paused {
 			return writeState(ctx, tx, a.ID, next.State)
 		}
-		return writePause(ctx, tx, next, p.Pause)
+		return s.writePause(ctx, tx, next, p.Pause)
 	})
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (s *Store) RecordAutomation(ctx context.Context, p store.RecordParams) (*st
 
 // writePause stores next, an automation a record paused, with the
 // pause's notifications, inside tx.
-func writePause(ctx context.Context, tx pgx.Tx, next *store.Automation, p *store.PauseParams) error {
+func (s *Store) writePause(ctx context.Context, tx pgx.Tx, next *store.Automation, p *store.PauseParams) error {
 	_, st, err := encodeAutomation(next)
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func writePause(ctx context.Context, tx pgx.Tx, next *store.Automation, p *store
 		next.ID, next.Enabled, next.Note, next.Revision, next.UpdatedAt, st); err != nil {
 		return fmt.Errorf("pause automation %s: %w", next.ID, err)
 	}
-	if err := enqueueAllTx(ctx, tx, p.Notify, p.At); err != nil {
+	if err := s.enqueueAllTx(ctx, tx, p.Notify, p.At); err != nil {
 		return err
 	}
 	return bumpAutomationsVersion(ctx, tx)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 func (s *Store) Fire(ctx context.Context, p store.FireParams) (store.FireResult, error) {
 	var res store.FireResult
 	err := s.write(ctx, "automation.fire", func(tx pgx.Tx) error {
-		if err := lockFences(ctx, tx, p.Lease); err != nil {
+		if err := checkFencesTx(ctx, tx, p.Lease); err != nil {
 			return err
 		}
 		out, err := fireAll(ctx, tx, []store.FireParams{p})
@@ -50,7 +51,7 @@ func (s *Store) FireMany(ctx context.Context, ps []store.FireParams) ([]store.Fi
 		for i, p := range ps {
 			fences[i] = p.Lease
 		}
-		if err := lockFences(ctx, tx, fences...); err != nil {
+		if err := checkFencesTx(ctx, tx, fences...); err != nil {
 			return err
 		}
 		var err error
@@ -101,10 +102,6 @@ func fireAll(ctx context.Context, tx pgx.Tx, ps []store.FireParams) ([]store.Fir
 	if err != nil {
 		return nil, err
 	}
-	taken, err := takenRuns(ctx, tx, ps)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]store.FireOutcome, len(ps))
 	w := &fireWrites{states: map[string]store.AutomationState{}}
 	for i, p := range ps {
@@ -125,14 +122,12 @@ func fireAll(ctx context.Context, tx pgx.Tx, ps []store.FireParams) ([]store.Fir
 		}
 		if plan.QueueRun {
 			r := plan.Result.Run
-			if taken[r.ID] {
-				out[i].Err = fmt.Errorf("create run %s: %w", r.ID, store.ErrExists) // nothing written for this fire
+			if err := insertRunTx(ctx, tx, r); errors.Is(err, store.ErrExists) {
+				out[i].Err = err // nothing written for this fire
 				continue
-			}
-			if err := insertRun(ctx, tx, r); err != nil {
+			} else if err != nil {
 				return nil, err
 			}
-			taken[r.ID] = true
 			last[r.ID] = &store.Run{ID: r.ID, Status: r.Status, UpdatedAt: r.UpdatedAt}
 		}
 		f := *plan.Result.Fire

@@ -101,35 +101,6 @@ func fireExisting(ctx context.Context, tx pgx.Tx, ps []store.FireParams) (map[fi
 	return out, nil
 }
 
-// takenRuns reads which of the runs ps would queue exist already. A run
-// inserted by another transaction after this read fails the insert, and
-// with it the operation (NotCommitted): run ids are fresh, so that race
-// is a caller's bug, not a schedule's.
-func takenRuns(ctx context.Context, tx pgx.Tx, ps []store.FireParams) (map[string]bool, error) {
-	var ids []string
-	for _, p := range ps {
-		if p.Run != nil {
-			ids = append(ids, p.Run.ID)
-		}
-	}
-	out := make(map[string]bool, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := tx.Query(ctx, "SELECT id FROM runs WHERE id = ANY($1)", ids)
-	if err != nil {
-		return nil, fmt.Errorf("read the runs to queue: %w", err)
-	}
-	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("read the runs to queue: %w", err)
-	}
-	for _, id := range taken {
-		out[id] = true
-	}
-	return out, nil
-}
-
 // collect scans every row with scan.
 func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
 	defer rows.Close()
@@ -142,4 +113,13 @@ func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// deleteFiresOfTx deletes, inside tx, the fire history rows that name the
+// runs ids (DeleteRuns).
+func (s *Store) deleteFiresOfTx(ctx context.Context, tx pgx.Tx, ids []string) error {
+	if _, err := tx.Exec(ctx, "DELETE FROM automation_fires WHERE run_id = ANY($1)", ids); err != nil {
+		return fmt.Errorf("delete the fires of runs: %w", err)
+	}
+	return nil
 }

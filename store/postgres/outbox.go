@@ -37,7 +37,7 @@ func enqueueTx(ctx context.Context, tx pgx.Tx, n *store.Notification, now time.T
 }
 
 // enqueueAllTx enqueues ns inside tx; ids already taken are skipped.
-func enqueueAllTx(ctx context.Context, tx pgx.Tx, ns []*store.Notification, now time.Time) error {
+func (s *Store) enqueueAllTx(ctx context.Context, tx pgx.Tx, ns []*store.Notification, now time.Time) error {
 	for _, n := range ns {
 		if err := enqueueTx(ctx, tx, n, now); err != nil && !errors.Is(err, errTaken) {
 			return err

@@ -21,12 +21,6 @@ const sessionColumns = "id, title, parent_id, message_count, last_seq, compactio
 
 const messageColumns = "session_id, seq, id, role, parts, metadata, created_at"
 
-// querier is the pool or a transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) (bool, error) {
 	var (
 		created bool
