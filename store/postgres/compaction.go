@@ -195,6 +195,11 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 		if err != nil {
 			return err
 		}
+		// Appends wait from here (the session's row is theirs too), not
+		// at a message of this commit they collide with.
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE", p.SessionID); err != nil {
+			return fmt.Errorf("compact session %s: %w", p.SessionID, err)
+		}
 		// The replaced messages are those the archive froze up to the
 		// cut: no other step ran since (the lock), and appends only add
 		// messages after it. The summary takes the cut's seq.
