@@ -165,9 +165,12 @@ func pruneExcess(ctx context.Context, tx pgx.Tx, sessionID, current string, maxA
 	return pruned, nil
 }
 
-// preparedArchive reads a session's attempt inside tx, locking its row,
-// and refuses one that is not prepared.
+// preparedArchive takes the session's compaction lock, reads its attempt
+// inside tx, locking its row, and refuses one that is not prepared.
 func preparedArchive(ctx context.Context, tx pgx.Tx, sessionID, archiveID string) (*store.Archive, error) {
+	if err := lockCompaction(ctx, tx, sessionID); err != nil {
+		return nil, err
+	}
 	a, err := scanArchive(tx.QueryRow(ctx, "SELECT "+archiveColumns+" FROM session_archives WHERE id = $1 AND session_id = $2 FOR UPDATE", archiveID, sessionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "archive", ID: archiveID}
@@ -187,9 +190,6 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 	}
 	var out *store.CompactionResult
 	err := s.write(ctx, "session.compact.commit", func(tx pgx.Tx) error {
-		if err := lockCompaction(ctx, tx, p.SessionID); err != nil {
-			return err
-		}
 		now := store.Millis(store.At(p.Now))
 		a, err := preparedArchive(ctx, tx, p.SessionID, p.ArchiveID)
 		if err != nil {
@@ -237,9 +237,6 @@ func (s *Store) CommitCompaction(ctx context.Context, p store.CommitCompactionPa
 func (s *Store) FailCompaction(ctx context.Context, p store.FailCompactionParams) (*store.CompactionResult, error) {
 	var out *store.CompactionResult
 	err := s.write(ctx, "session.compact.fail", func(tx pgx.Tx) error {
-		if err := lockCompaction(ctx, tx, p.SessionID); err != nil {
-			return err
-		}
 		now := store.Millis(store.At(p.Now))
 		a, err := preparedArchive(ctx, tx, p.SessionID, p.ArchiveID)
 		if err != nil {
