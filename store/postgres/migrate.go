@@ -65,6 +65,7 @@ func migrateLockKey(schema string) string { return "cairn.migrate:" + schema }
 // wait for each other and only the first applies anything. Applied
 // migrations are checked against the embedded ones by checksum.
 func (s *Store) migrate(ctx context.Context, workspaceID string) error {
+	s.migrated = 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", migrateLockKey(s.schema)); err != nil {
 			return fmt.Errorf("lock: %w", err)
@@ -99,6 +100,7 @@ func (s *Store) migrate(ctx context.Context, workspaceID string) error {
 			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)", m.version, m.name, m.checksum); err != nil {
 				return fmt.Errorf("record %s: %w", m.name, err)
 			}
+			s.migrated++
 		}
 		return claimWorkspace(ctx, tx, workspaceID)
 	})

@@ -81,6 +81,11 @@ type Store struct {
 	stop      chan struct{} // closed by Close: ends the resolver
 	resolving sync.WaitGroup
 
+	// resolveWait bounds how long a write waits for its unknown outcome
+	// (defaultResolveWait; tests shorten it).
+	resolveWait time.Duration
+	migrated    int // how many migrations this Open applied (for tests)
+
 	// beforeCommit, when set by a test, is called with the transaction
 	// of each write just before its COMMIT.
 	beforeCommit func(tx pgx.Tx)
@@ -108,7 +113,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", schema, err)
 	}
-	s := &Store{pool: pool, schema: schema, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), stop: make(chan struct{})}
+	s := &Store{pool: pool, schema: schema, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), stop: make(chan struct{}), resolveWait: defaultResolveWait}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

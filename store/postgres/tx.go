@@ -14,9 +14,9 @@ import (
 // How long a write whose commit outcome is unknown waits for the answer
 // before it pauses the store, and how often the paused store asks again.
 const (
-	resolveWait  = 5 * time.Second
-	resolveEvery = 100 * time.Millisecond
-	retryPaused  = time.Second
+	defaultResolveWait = 5 * time.Second
+	resolveEvery       = 100 * time.Millisecond
+	retryPaused        = time.Second
 )
 
 // qRecordOp records the operation in its own transaction and returns that
@@ -63,15 +63,19 @@ func (s *Store) write(ctx context.Context, kind string, fn func(tx pgx.Tx) error
 	return nil
 }
 
-// commitFailed decides what a failed COMMIT did. The server's own refusal
-// (an error it sent back) rolled the transaction back; a broken
-// connection leaves the outcome unknown until the operation is looked up.
+// commitFailed decides what a failed COMMIT did. The server's refusal of
+// the COMMIT (an ERROR it sent back: a deferred check, a serialization
+// failure) rolled the transaction back. A broken connection, or a FATAL
+// one (pg_terminate_backend, a server shutdown), may come after the
+// commit was durable: the outcome is unknown until the operation is
+// looked up.
 func (s *Store) commitFailed(ctx context.Context, op, xid string, err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback) {
+	refused := errors.As(err, &pgErr) && pgErr.Severity != "FATAL" && pgErr.Severity != "PANIC"
+	if refused || errors.Is(err, pgx.ErrTxCommitRollback) {
 		return &store.CommitError{OpID: op, Outcome: store.NotCommitted, Err: err}
 	}
-	rctx, cancel := context.WithTimeout(ctx, resolveWait)
+	rctx, cancel := context.WithTimeout(ctx, s.resolveWait)
 	defer cancel()
 	switch outcome, rerr := s.resolve(rctx, xid, op); outcome {
 	case store.Committed:
@@ -123,21 +127,20 @@ func (s *Store) resolve(ctx context.Context, xid, op string) (store.Outcome, err
 func (s *Store) resolvePending() {
 	defer s.resolving.Done()
 	for {
-		pending := s.health.unresolved()
-		if len(pending) == 0 {
-			s.log.Info("store resumed: unknown commit outcomes resolved")
-			return
-		}
-		for op, xid := range pending {
-			ctx, cancel := context.WithTimeout(context.Background(), resolveWait)
+		for op, xid := range s.health.unresolved() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.resolveWait)
 			o, err := s.resolve(ctx, xid, op)
 			cancel()
-			if o != store.Unknown {
-				s.log.Info("commit outcome resolved", "op", op, "outcome", o)
-				s.health.resolved(op)
-			} else {
+			if o == store.Unknown {
 				s.log.Warn("commit outcome still unknown", "op", op, "err", err)
+				continue
 			}
+			s.log.Info("commit outcome resolved", "op", op, "outcome", o)
+			s.health.resolved(op)
+		}
+		if len(s.health.unresolved()) == 0 {
+			s.log.Info("store resumed: unknown commit outcomes resolved")
+			return
 		}
 		t := s.clk.NewTimer(retryPaused)
 		select {
