@@ -186,9 +186,9 @@ func (w *fireWrites) write(ctx context.Context, tx pgx.Tx) error {
 	}
 	b.Queue("UPDATE automations AS a SET state = v.state FROM unnest($1::text[], $2::text[]) AS v (id, state) WHERE a.id = v.id", w.order, states)
 	if len(w.pruned) > 0 {
-		b.Queue("DELETE FROM automation_fires AS f WHERE f.automation_id = ANY($1) AND f.nominal < "+
-			"(SELECT g.nominal FROM automation_fires AS g WHERE g.automation_id = f.automation_id ORDER BY g.nominal DESC OFFSET $2 LIMIT 1)",
-			w.pruned, store.FireHistory-1)
+		b.Queue("DELETE FROM automation_fires AS f USING (SELECT automation_id, nominal, row_number() OVER (PARTITION BY automation_id ORDER BY nominal DESC) AS k "+
+			"FROM automation_fires WHERE automation_id = ANY($1)) AS old WHERE old.k > $2 AND f.automation_id = old.automation_id AND f.nominal = old.nominal",
+			w.pruned, store.FireHistory)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("record fires: %w", err)
