@@ -28,7 +28,13 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) (bool, e
 	)
 	err := s.write(ctx, "session.create", func(tx pgx.Tx) error {
 		if sess.ParentID != "" {
-			if _, err := getSession(ctx, tx, sess.ParentID); err != nil {
+			// The parent stays until this commits (a delete waits).
+			var one int
+			err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR KEY SHARE", sess.ParentID).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = &store.NotFoundError{Kind: "session", ID: sess.ParentID}
+			}
+			if err != nil {
 				return fmt.Errorf("create session %s: parent: %w", sess.ID, err)
 			}
 		}
