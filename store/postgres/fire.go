@@ -64,14 +64,14 @@ func (s *Store) FireMany(ctx context.Context, ps []store.FireParams) ([]store.Fi
 	return out, nil
 }
 
-// fireKey names a fire: automation id and nominal time (as stored).
+// fireKey names a fire: automation id and nominal unix milliseconds.
 type fireKey struct {
 	id      string
-	nominal time.Time
+	nominal int64
 }
 
 func keyOf(p store.FireParams) fireKey {
-	return fireKey{p.AutomationID, store.Millis(p.Nominal)}
+	return fireKey{p.AutomationID, store.Millis(p.Nominal).UnixMilli()}
 }
 
 // fireWrites are the rows a batch of fires writes, gathered so that they

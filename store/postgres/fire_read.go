@@ -83,8 +83,7 @@ func fireExisting(ctx context.Context, tx pgx.Tx, ps []store.FireParams) (map[fi
 	ids := make([]string, len(ps))
 	nominals := make([]time.Time, len(ps))
 	for i, p := range ps {
-		k := keyOf(p)
-		ids[i], nominals[i] = k.id, k.nominal
+		ids[i], nominals[i] = p.AutomationID, store.Millis(p.Nominal)
 	}
 	rows, err := tx.Query(ctx, "SELECT "+fireColumns+" FROM automation_fires WHERE (automation_id, nominal) IN (SELECT * FROM unnest($1::text[], $2::timestamptz[]))", ids, nominals)
 	if err != nil {
@@ -96,7 +95,7 @@ func fireExisting(ctx context.Context, tx pgx.Tx, ps []store.FireParams) (map[fi
 	}
 	out := make(map[fireKey]*store.AutomationFire, len(list))
 	for _, f := range list {
-		out[fireKey{f.AutomationID, f.Nominal}] = f
+		out[fireKey{f.AutomationID, f.Nominal.UnixMilli()}] = f
 	}
 	return out, nil
 }
