@@ -39,6 +39,13 @@ type SpaceReclaimer interface {
 	// system. Other connections and processes may go on reading and
 	// writing meanwhile; their writes wait for it.
 	ReclaimSpace(ctx context.Context) (Space, error)
+	OperationPruner
+}
+
+// OperationPruner is a store that keeps the ids of its write operations
+// (see Outcome) until told to forget old ones: store/sqlite,
+// store/postgres.
+type OperationPruner interface {
 	// PruneOperations forgets the ids of write operations committed
 	// before before (see Outcome), in bounded batches, and returns how
 	// many it forgot. Only an operation whose outcome is unknown needs its

@@ -32,30 +32,33 @@ func (s *Store) DeleteRuns(ctx context.Context, ids []string) (store.Deleted, er
 // ledgers (ON DELETE CASCADE) and the fire history rows that name them.
 // The runs are locked first, so none settles or changes meanwhile.
 func (s *Store) deleteBatchTx(ctx context.Context, tx pgx.Tx, batch []string, got *store.Deleted) error {
-	rows, err := tx.Query(ctx, "SELECT b.id, coalesce(r.status, '') FROM unnest($1::text[]) WITH ORDINALITY AS b (id, n) "+
-		"LEFT JOIN runs AS r ON r.id = b.id ORDER BY b.n FOR UPDATE OF r", batch)
+	rows, err := tx.Query(ctx, "SELECT id, status FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE", batch)
 	if err != nil {
 		return fmt.Errorf("read runs to delete: %w", err)
 	}
+	status := make(map[string]store.RunStatus, len(batch))
 	for rows.Next() {
 		var id string
-		var status store.RunStatus
-		if err := rows.Scan(&id, &status); err != nil {
+		var st store.RunStatus
+		if err := rows.Scan(&id, &st); err != nil {
 			rows.Close()
-			return err
+			return fmt.Errorf("read runs to delete: %w", err)
 		}
-		switch {
-		case status == "":
-			got.Missing = append(got.Missing, id)
-		case status.Settled():
-			got.Deleted = append(got.Deleted, id)
-		default:
-			got.Active = append(got.Active, id)
-		}
+		status[id] = st
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read runs to delete: %w", err)
+	}
+	for _, id := range batch {
+		switch st, ok := status[id]; {
+		case !ok:
+			got.Missing = append(got.Missing, id)
+		case st.Settled():
+			got.Deleted = append(got.Deleted, id)
+		default:
+			got.Active = append(got.Active, id)
+		}
 	}
 	if len(got.Deleted) == 0 {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/pgtest"
 	"github.com/cairnhq/cairn/store"
@@ -65,6 +66,10 @@ func TestWorkspacesAreSeparate(t *testing.T) {
 	b, err := open("team-b")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var path, idle string
+	if err := a.pool.QueryRow(ctx, "SELECT current_setting('search_path'), current_setting('idle_in_transaction_session_timeout')").Scan(&path, &idle); err != nil || path != "cairn_team_a" || idle != "30s" {
+		t.Fatalf("a connection's search_path %q, idle_in_transaction_session_timeout %q (%v)", path, idle, err)
 	}
 	if err := a.CreateRun(ctx, &store.Run{ID: "run_1", Target: "t"}); err != nil {
 		t.Fatal(err)
@@ -157,5 +162,29 @@ func TestMigrationsAreChecked(t *testing.T) {
 	defer again.Close()
 	if again.migrated != 0 {
 		t.Fatalf("reopening a current schema applied %d migrations", again.migrated)
+	}
+}
+
+// Old operation ids are forgotten, newer ones kept: Outcome still answers
+// for those.
+func TestPruneOperations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTest(t, pgtest.URL(t))
+	if _, err := s.pool.Exec(ctx, "INSERT INTO operations (id, kind, at) SELECT 'op_old_' || n, 'test', now() - interval '30 days' FROM generate_series(1, $1) AS n", pruneBatch+10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(store.WithOpID(ctx, "op_new"), &store.Run{ID: "run_1", Target: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PruneOperations(ctx, time.Now().Add(-24*time.Hour))
+	if err != nil || n != pruneBatch+10 {
+		t.Fatalf("PruneOperations = %d, %v; want %d", n, err, pruneBatch+10)
+	}
+	if o, err := s.Outcome(ctx, "op_new"); err != nil || o != store.Committed {
+		t.Fatalf("Outcome of a kept operation = %v, %v", o, err)
+	}
+	if o, err := s.Outcome(ctx, "op_old_1"); err != nil || o != store.NotCommitted {
+		t.Fatalf("Outcome of a pruned operation = %v, %v", o, err)
 	}
 }

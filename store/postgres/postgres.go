@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -109,6 +110,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// search_path is a startup parameter: every connection of the pool,
 	// including those made after a reconnect, works in the schema.
 	pc.ConnConfig.RuntimeParams["search_path"] = schema
+	sessionDefaults(pc.ConnConfig.RuntimeParams)
+	// Notice a database machine that went silent within a minute, not
+	// after the kernel's two hours.
+	pc.ConnConfig.DialFunc = (&net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 4}}).DialContext
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", schema, err)
@@ -123,6 +128,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// sessionDefaults sets what the URL leaves unset. A host whose machine
+// died in a transaction must not hold its row locks for long: the server
+// ends a transaction idle for 30 s (Cairn's never wait inside one) and
+// probes a silent client's socket.
+func sessionDefaults(p map[string]string) {
+	for k, v := range map[string]string{
+		"application_name":                    "cairn",
+		"idle_in_transaction_session_timeout": "30s",
+		"tcp_keepalives_idle":                 "15",
+		"tcp_keepalives_interval":             "5",
+		"tcp_keepalives_count":                "4",
+	} {
+		if _, ok := p[k]; !ok {
+			p[k] = v
+		}
+	}
 }
 
 // Schema returns the workspace's schema name.
