@@ -24,7 +24,7 @@ func userText(text string) *store.Message {
 func TestHostsCompactWhileAppending(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	hosts := openHosts(t, 2)
+	hosts := peers(t, 2)
 	if _, err := hosts[0].CreateSession(ctx, &store.Session{ID: "ses_k"}); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestHostsCompactWhileAppending(t *testing.T) {
 func TestArchivesAreFrozen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openHosts(t, 1)[0]
+	s := peers(t, 1)[0]
 	if _, err := s.CreateSession(ctx, &store.Session{ID: "ses_f"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,29 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/pgtest"
 	"github.com/cairnhq/cairn/store"
 )
 
-// Several hosts are several stores (each its own pool) on one workspace:
-// what one host's single writer guaranteed in store/sqlite, row locks and
-// constraints guarantee here.
-
-// openHosts opens n stores of one fresh workspace.
-func openHosts(t *testing.T, n int) []*Store {
-	t.Helper()
-	url, ws := pgtest.URL(t), pgtest.WorkspaceID()
-	hosts := make([]*Store, n)
-	for i := range hosts {
-		s, err := Open(context.Background(), Config{URL: url, WorkspaceID: ws, MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		hosts[i] = s
-	}
-	return hosts
-}
+// Several hosts are several stores (each its own pool, see peers) on one
+// workspace: what one host's single writer guaranteed in store/sqlite,
+// row locks and constraints guarantee here.
 
 // onEachHost runs fn(host, i) for every host at once and fails t with the
 // first error.
@@ -56,7 +39,7 @@ func onEachHost(t *testing.T, hosts []*Store, fn func(s *Store, i int) error) {
 func TestHostsFireEachSlotOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	hosts := openHosts(t, 3)
+	hosts := peers(t, 3)
 	const autos, slots = 12, 4
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range autos {
@@ -133,7 +116,7 @@ func TestHostsFireEachSlotOnce(t *testing.T) {
 func TestHostsAppendToOneSession(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	hosts := openHosts(t, 2)
+	hosts := peers(t, 2)
 	if _, err := hosts[0].CreateSession(ctx, &store.Session{ID: "ses_shared"}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +160,7 @@ func TestHostsAppendToOneSession(t *testing.T) {
 func TestHostsClaimEachNotificationOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	hosts := openHosts(t, 2)
+	hosts := peers(t, 2)
 	const n = 40
 	for i := range n {
 		if _, err := hosts[i%2].EnqueueNotification(ctx, &store.Notification{ID: fmt.Sprintf("ev%02d", i), Kind: "run.failed", Payload: json.RawMessage(`{}`)}); err != nil {
