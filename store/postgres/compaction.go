@@ -20,7 +20,9 @@ import (
 // freezes the messages up to the last_seq it read, which no append
 // changes (appends commit in sequence order) and no other step can
 // (they wait for the lock). PostgreSQL's writers do not wait for one
-// another's long transactions, so unlike store/sqlite nothing is sliced.
+// another's long transactions, so unlike store/sqlite nothing is sliced:
+// only a commit holds the session's row (appends wait) while it deletes
+// the replaced messages.
 
 // archiveColumns leaves out the head, which only GetArchive reads.
 const archiveColumns = "id, session_id, status, cut_seq, message_count, digest, error, created_at, settled_at"
@@ -70,8 +72,10 @@ func prepareAttempt(ctx context.Context, tx pgx.Tx, p store.PrepareCompactionPar
 		return nil, err
 	}
 	res := &store.CompactionResult{Session: sess}
-	// Whoever prepares holds the session's compaction lock, so every
-	// prepared attempt left is abandoned: its process died.
+	// Whoever prepares holds the session's compaction lock (package
+	// sessions), so every prepared attempt left is abandoned: its process
+	// died. (That lock is a lock file: across machines the attempt may
+	// be another host's; its commit is then refused, nothing is lost.)
 	if res.Interrupted, err = interruptAbandoned(ctx, tx, p.SessionID, now); err != nil {
 		return nil, err
 	}
