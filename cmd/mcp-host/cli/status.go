@@ -42,11 +42,12 @@ type workspaceStatus struct {
 	Schedules []automations.Summary `json:"schedules"`
 	// Stalled are the runs nobody executes (owner gone, or queued).
 	Stalled []runs.StalledRun `json:"stalled"`
+	Error   string            `json:"error,omitempty"`
+	Disk    string            `json:"disk,omitempty"` // why writes are refused: the state disk is (nearly) full
+
 	// Peers are the live host processes (serve, worker) of every machine
 	// that registered in the store (status_peers.go).
 	Peers []store.Peer `json:"peers"`
-	Error   string            `json:"error,omitempty"`
-	Disk    string            `json:"disk,omitempty"` // why writes are refused: the state disk is (nearly) full
 }
 
 type statusReport struct {
