@@ -306,7 +306,7 @@ func (h *Host) Start(ctx context.Context) error {
 	if h.notifier != nil {
 		h.notifier.outbox.Start(ctx) //nolint:errcheck // returns nil
 	}
-	h.peer.Store(h.startPeer(ctx, h.clk))
+	h.RegisterPeer(ctx) //nolint:errcheck // returns nil
 	h.started = true
 	return nil
 }

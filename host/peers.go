@@ -34,6 +34,22 @@ type peerBeat struct {
 	once       sync.Once
 }
 
+// RegisterPeer registers this process as a live peer of the workspace
+// and keeps it registered until Stop or EndPeer (Start does it; a worker,
+// which starts the host's parts one by one, calls it). It returns nil: a
+// failed registration is logged and retried at the next heartbeat.
+func (h *Host) RegisterPeer(ctx context.Context) error {
+	if h.peer.Load() == nil {
+		if p := h.startPeer(ctx, h.clk); p != nil && !h.peer.CompareAndSwap(nil, p) {
+			p.end()
+		}
+	}
+	return nil
+}
+
+// EndPeer ends the registration RegisterPeer made.
+func (h *Host) EndPeer() { h.peer.Load().end() }
+
 // startPeer registers the host and starts its heartbeat; nil when the
 // store keeps no peers or the host's state is in memory.
 func (h *Host) startPeer(ctx context.Context, clk clock.Clock) *peerBeat {
