@@ -59,7 +59,7 @@ type Report struct {
 	// with the others (see sweepOrphans).
 	Orphans int `json:"orphan_journals,omitempty"`
 	// Operations counts the write operation ids forgotten (older than
-	// OperationsKept; see store.SpaceReclaimer).
+	// OperationsKept; see store.OperationPruner).
 	Operations int64        `json:"operations_pruned,omitempty"`
 	Audit      int64        `json:"audit_deleted,omitempty"` // audit entries older than MaxAge
 	Space      *store.Space `json:"space,omitempty"`         // what the database gave back
@@ -111,16 +111,21 @@ func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 	if err := c.collectAudit(ctx, dryRun, &rep); err != nil {
 		return rep, err
 	}
-	rc, ok := c.opts.Store.(store.SpaceReclaimer)
-	if dryRun || !ok {
+	if dryRun {
 		return rep, nil
 	}
-	pruned, err := rc.PruneOperations(ctx, c.opts.Clock.Now().Add(-OperationsKept))
-	rep.Operations = pruned
-	if err != nil {
-		return rep, err
+	if op, ok := c.opts.Store.(store.OperationPruner); ok {
+		pruned, err := op.PruneOperations(ctx, c.opts.Clock.Now().Add(-OperationsKept))
+		rep.Operations = pruned
+		if err != nil {
+			return rep, err
+		}
 	}
-	if len(rep.Deleted) > 0 || pruned > 0 || rep.Audit > 0 {
+	rc, ok := c.opts.Store.(store.SpaceReclaimer)
+	if !ok {
+		return rep, nil
+	}
+	if len(rep.Deleted) > 0 || rep.Operations > 0 || rep.Audit > 0 {
 		sp, err := rc.ReclaimSpace(ctx)
 		if err != nil {
 			return rep, err

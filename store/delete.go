@@ -20,6 +20,26 @@ type Deleted struct {
 	Missing []string `json:"missing,omitempty"`
 }
 
+// Add files id as DeleteRuns treats a run of status st ("": no such run):
+// deleted when settled, else active, or missing.
+func (d *Deleted) Add(id string, st RunStatus) {
+	switch {
+	case st == "":
+		d.Missing = append(d.Missing, id)
+	case st.Settled():
+		d.Deleted = append(d.Deleted, id)
+	default:
+		d.Active = append(d.Active, id)
+	}
+}
+
+// Merge appends what o lists to d (the batches of one DeleteRuns).
+func (d *Deleted) Merge(o Deleted) {
+	d.Deleted = append(d.Deleted, o.Deleted...)
+	d.Active = append(d.Active, o.Active...)
+	d.Missing = append(d.Missing, o.Missing...)
+}
+
 // Space is what ReclaimSpace did, in database pages.
 type Space struct {
 	PageSize    int64 `json:"page_size"`
@@ -39,6 +59,13 @@ type SpaceReclaimer interface {
 	// system. Other connections and processes may go on reading and
 	// writing meanwhile; their writes wait for it.
 	ReclaimSpace(ctx context.Context) (Space, error)
+	OperationPruner
+}
+
+// OperationPruner is a store that keeps the ids of its write operations
+// (see Outcome) until told to forget old ones: store/sqlite,
+// store/postgres.
+type OperationPruner interface {
 	// PruneOperations forgets the ids of write operations committed
 	// before before (see Outcome), in bounded batches, and returns how
 	// many it forgot. Only an operation whose outcome is unknown needs its

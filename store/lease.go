@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -180,4 +181,17 @@ func lostError(cur *Lease, f LeaseFence) error {
 		e.Current = *cur
 	}
 	return e
+}
+
+// DistinctFences returns the fences among fs, each once, without nils:
+// the fences of one write are nearly always one and the same, and each
+// needs reading once.
+func DistinctFences(fs ...*LeaseFence) []LeaseFence {
+	var out []LeaseFence
+	for _, f := range fs {
+		if f != nil && !slices.Contains(out, *f) {
+			out = append(out, *f)
+		}
+	}
+	return out
 }

@@ -456,3 +456,13 @@ func ParseRunCursor(c string) (createdMS int64, id string, err error) {
 	}
 	return n, id, nil
 }
+
+// RunPage cuts runs, read with one more than limit, to a page of limit
+// and returns the cursor of the next page ("" when this is the last).
+func RunPage(runs []*Run, limit int) ([]*Run, string) {
+	if len(runs) <= limit {
+		return runs, ""
+	}
+	runs = runs[:limit]
+	return runs, RunCursor(runs[limit-1])
+}
