@@ -51,6 +51,9 @@ type Config struct {
 	// making progress (SIGSTOP, Ctrl-Z) is replaced within about
 	// Lease+LockRetry of its last renewal, though it keeps the lock.
 	Lease time.Duration
+	// LeaseOnly: the scheduler duty has no lock file, its lease alone
+	// decides (peers on several machines; locks.DutyConfig.LeaseOnly).
+	LeaseOnly bool
 	// Check is how often the leader looks for changes it was not told
 	// about (other processes' edits, workflow files, settled runs);
 	// default 1s.
@@ -167,7 +170,7 @@ func New(cfg Config) *Scheduler {
 	return &Scheduler{
 		cfg:      cfg,
 		log:      cfg.Log,
-		duty:     locks.NewDuty(locks.DutyConfig{Dir: cfg.LocksDir, Name: "scheduler", Leases: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease}),
+		duty:     locks.NewDuty(locks.DutyConfig{Dir: cfg.LocksDir, Name: "scheduler", Leases: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease, LeaseOnly: cfg.LeaseOnly}),
 		dig:      newDigester(cfg.Workspace, cfg.HTTPClient),
 		notify:   make(chan struct{}, 1),
 		pollDone: make(chan struct{}, 1),

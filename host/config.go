@@ -43,6 +43,8 @@ type Settings struct {
 	Workflows WorkflowSettings  `yaml:"workflows"`
 	// Automations is the automations: section.
 	Automations AutomationSettings `yaml:"automations"`
+	// Coordination is the coordination: section (coordination.go).
+	Coordination CoordinationSettings `yaml:"coordination"`
 }
 
 // AutomationSettings is the automations: section.
@@ -166,6 +168,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Workflows.validate(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.Coordination.check(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if n := s.Automations.PauseAfterFailures; n != nil && (*n < 0 || *n > maxPauseAfter) {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/diskfree"
@@ -71,6 +72,10 @@ type Config struct {
 	// OnRunChange is called after a run or its journal changed (see
 	// runs.Options.OnChange).
 	OnRunChange func(runID string)
+	// Coordination, when set, overrides coordination.mode (see
+	// CoordinationSettings): runs.CoordinationLocks or
+	// runs.CoordinationLeases.
+	Coordination string
 }
 
 // Host is the running system of one workspace. Its fields are ready after
@@ -99,6 +104,9 @@ type Host struct {
 
 	log     *slog.Logger
 	scratch string // a dry run's private locks folder, outside the state root
+	clk     clock.Clock
+	mode    string                   // runs.CoordinationLocks or runs.CoordinationLeases (coordination.go)
+	peer    atomic.Pointer[peerBeat] // this process's registration as a live peer, while started (peers.go)
 
 	mu      sync.Mutex
 	started bool
@@ -138,6 +146,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if clk == nil {
 		clk = clock.Real{}
 	}
+	h.clk = clk
 	if err := h.openStore(ctx, cfg, clk.Now()); err != nil {
 		return nil, err
 	}
@@ -170,6 +179,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		JournalRunCap: int64(settings.Journal.PerRun), JournalLineCap: int(settings.Journal.PerLine),
 		EnvPass: settings.Env.Pass,
 	}
+	h.coordinate(cfg, &runOpts)
 	h.notifier = h.newNotifier(settings.Notify, clk)
 	h.notifier.runOptions(&runOpts)
 	h.Runs, err = runs.New(runOpts)
@@ -182,11 +192,11 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	schedCfg := automations.Config{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
 		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
-		PauseAfter: settings.Automations.pauseAfter(),
+		PauseAfter: settings.Automations.pauseAfter(), LeaseOnly: h.Leases(), Lease: h.dutyLease(),
 	}
 	h.notifier.schedulerOptions(&schedCfg)
 	h.Scheduler = automations.New(schedCfg)
-	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk})
+	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk, LeaseOnly: h.Leases(), Lease: h.dutyLease()})
 	if h.Policy, err = settings.Agents.Policy(); err != nil {
 		h.Close()
 		return nil, err
@@ -296,6 +306,7 @@ func (h *Host) Start(ctx context.Context) error {
 	if h.notifier != nil {
 		h.notifier.outbox.Start(ctx) //nolint:errcheck // returns nil
 	}
+	h.RegisterPeer(ctx) //nolint:errcheck // returns nil
 	h.started = true
 	return nil
 }
@@ -311,6 +322,7 @@ func (h *Host) Stop() {
 
 // stopLoops stops the retention loop, the scheduler and the run engine.
 func (h *Host) stopLoops() {
+	h.peer.Load().end()
 	if h.notifier != nil {
 		h.notifier.outbox.Stop()
 	}

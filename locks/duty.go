@@ -43,6 +43,9 @@ type DutyConfig struct {
 	// Renew how often the holder renews it (default a fifth of Lease).
 	Lease time.Duration
 	Renew time.Duration
+	// LeaseOnly leaves the lock file out: the lease alone decides (peers
+	// on several machines, where lock files do not reach each other).
+	LeaseOnly bool
 }
 
 // Duty takes and holds one duty. It is safe for concurrent use.
@@ -91,7 +94,7 @@ func (e *DutyHeldError) Unwrap() error { return ErrHeld }
 // file. It reads the lease without writing unless it may take it.
 func (d *Duty) TryTake(ctx context.Context) (*Holding, error) {
 	now := d.cfg.Clock.Now()
-	lock, err := TryLock(d.cfg.Dir, d.cfg.Name)
+	lock, err := d.tryLockFile()
 	var held *HeldError
 	switch {
 	case errors.As(err, &held):
@@ -222,7 +225,7 @@ func (h *Holding) Renew(ctx context.Context) error {
 	if h.lostErr != nil {
 		return h.lostErr
 	}
-	if h.lock == nil {
+	if h.lock == nil && !h.d.cfg.LeaseOnly {
 		// Taken over from a frozen holder: take its lock file too once
 		// it lets go, so the lock file names the holder again.
 		if l, err := TryLock(h.d.cfg.Dir, h.d.cfg.Name); err == nil {

@@ -82,6 +82,14 @@ type Options struct {
 	// EnvPass names the variables a run captures at launch besides PATH,
 	// HOME, LANG and TZ (config env.pass); see CaptureEnv.
 	EnvPass []string
+	// Coordination is how peers agree on run owners and running steps:
+	// CoordinationLocks (lock files; the default) or CoordinationLeases
+	// (store leases, for a store shared by several machines: see
+	// coordination.go). Leases are its lease times; StoreRef is what its
+	// step supervisors open to renew their step's lease.
+	Coordination string
+	Leases       LeaseTimes
+	StoreRef     StoreRef
 }
 
 // LaunchParams start a run.
@@ -148,6 +156,9 @@ func New(opts Options) (*Engine, error) {
 			opts.JournalRunCap, opts.JournalLineCap, MinJournalRunCap, MinJournalLineCap, MaxJournalLineCap)
 	}
 	opts.HTTPTimeout = cmp.Or(opts.HTTPTimeout, 60*time.Second)
+	if err := opts.checkCoordination(); err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		opts:     opts,
 		st:       opts.Store,
@@ -182,6 +193,9 @@ func New(opts Options) (*Engine, error) {
 		e.journals = &fileJournals{dir: opts.Workspace.OutputDir()}
 		e.inlineJournals = true
 		e.locker = &fileLocker{dir: opts.Workspace.LocksDir()}
+	}
+	if opts.leases() {
+		e.locker = newLeaseLocker(opts.Store, e.clk, opts.Leases, e.pid, e.log)
 	}
 	if e.opts.DiskGuard == nil && !opts.InMemory {
 		e.opts.DiskGuard = &diskfree.Guard{Path: opts.Workspace.StateDir}

@@ -108,7 +108,7 @@ func Stalled(ctx context.Context, st store.RunStore, locksDir string, limit int)
 	}
 	l := &fileLocker{dir: locksDir}
 	defer l.close()
-	c := stallCheck{st: st, isHeld: l.isHeld, locksDir: locksDir}
+	c := stallCheck{st: st, isHeld: withLeases(st, l.isHeld), locksDir: locksDir}
 	out := []StalledRun{}
 	for _, r := range rs {
 		if note := c.note(ctx, r); note != "" {

@@ -120,8 +120,8 @@ func (x *execution) tookResult(st *workflows.Step, state *stepState) procResult 
 // whichever process started it, to stop its command: a cancel reaches
 // the step even when the run's owner is stuck.
 func (e *Engine) signalStepSupervisor(id string) {
-	if e.opts.InMemory {
-		return
+	if e.opts.InMemory || e.opts.leases() {
+		return // leases: the supervisor may be another machine's; it reads the cancel in the store
 	}
 	state, err := readStepState(stepFilePath(e.ws.OutputDir(), id))
 	if err != nil || state == nil || state.Result != nil {

@@ -65,6 +65,10 @@ func superviseMain(in io.Reader, status *os.File) int {
 	// means it never starts.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	// A leases-mode lock stops the command too: a cancel it reads in the
+	// store, or its lease lost.
+	ctx, interrupt := context.WithCancelCause(ctx)
+	defer interrupt(nil)
 	r := bufio.NewReaderSize(in, 64<<10)
 	var spec stepSpec
 	line, err := readLine(r, maxSpecLine)
@@ -78,7 +82,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 		fmt.Fprintf(status, "error: read step spec: %v\n", err)
 		return 2
 	}
-	lock, err := lockStep(spec)
+	lock, err := lockStep(ctx, spec, interrupt)
 	if err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2
@@ -140,6 +144,10 @@ func superviseMain(in io.Reader, status *os.File) int {
 	outFile.close()
 	j.close()
 	st.Result = resultOfProcess(res, red)
+	if err := lock.confirm(); err != nil {
+		fmt.Fprintf(status, "error: record the result: %v\n", err)
+		return 2
+	}
 	if err := writeStepState(path, st, true); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2
@@ -182,18 +190,24 @@ func (s *stepSpec) check() error {
 	return nil
 }
 
-// lockStep takes the step's lock, waiting while another supervisor of
-// the run holds it (one that was started and not told "go" exits as soon
-// as it notices its starter is gone).
-func lockStep(spec stepSpec) (*locks.KeyLock, error) {
+// lockStep takes the step's lock (its lease in leases mode), waiting
+// while another supervisor of the run holds it (one that was started and
+// not told "go" exits as soon as it notices its starter is gone).
+func lockStep(ctx context.Context, spec stepSpec, interrupt context.CancelCauseFunc) (stepLock, error) {
+	if spec.Lease != nil {
+		return lockStepLease(ctx, spec, interrupt)
+	}
 	t, err := locks.OpenTable(spec.LocksDir, runTable)
 	if err != nil {
 		return nil, fmt.Errorf("lock step %s: %w", spec.Step, err)
 	}
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		l, err := t.TryLock(stepKey(spec.RunID))
+		if err == nil {
+			return tableStepLock{l}, nil
+		}
 		if !errors.Is(err, locks.ErrHeld) {
-			return l, err
+			return nil, err
 		}
 		time.Sleep(delay) // held by another process: nothing to wait on but time
 	}

@@ -49,7 +49,11 @@ func (x *execution) startSupervisor(spec stepSpec) (*supervisor, error) {
 	// A race-enabled test binary stands in for mcp-host: its race
 	// detector would sleep a second at exit by default, and the owner
 	// waits for the supervisor's exit (GORACE means nothing to others).
-	env := []string{supervisorEnv + "=" + supervisorMode,
+	mode := supervisorMode
+	if spec.Lease != nil {
+		mode = supervisorStoreMode(spec.Lease.Store.Kind) // entered in RegisterStoreOpener
+	}
+	env := []string{supervisorEnv + "=" + mode,
 		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 	name, err := os.Executable() // what ps shows
 	if err != nil {
@@ -208,6 +212,6 @@ func (x *execution) stepSpec(st *workflows.Step, pos int, p procSpec) stepSpec {
 		Argv: p.argv, Dir: p.dir, Env: p.env, Timeout: p.timeout, Grace: p.grace,
 		OutputCap: p.cap, LineCap: p.lineCap, JournalRunCap: x.e.opts.JournalRunCap,
 		OutputDir: x.e.ws.OutputDir(), LocksDir: x.e.ws.LocksDir(), Redact: p.Redact,
-		OutputFile: st.Output == workflows.OutputFile,
+		OutputFile: st.Output == workflows.OutputFile, Lease: x.e.stepLeaseSpec(),
 	}
 }

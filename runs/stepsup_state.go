@@ -53,6 +53,9 @@ type stepSpec struct {
 	// lines to the call's output file (outputFilePath) instead of the
 	// journal, and the journal's output_file records.
 	OutputFile bool `json:"output_file,omitempty"`
+	// Lease, in leases mode, makes the supervisor hold the step's lease
+	// in the store instead of the lock table's key (stepsup_lease.go).
+	Lease *stepLeaseSpec `json:"lease,omitempty"`
 }
 
 // stepState is the step file: the supervised call, who runs it and, once

@@ -23,6 +23,7 @@ type Store struct {
 	autos    automationsData
 	sessions sessionsData
 	leases   map[string]store.Lease // by name; see leases.go
+	peers    map[string]store.Peer  // by id; see peers.go
 	outbox   outboxData
 	audit    []*store.AuditEntry // by Seq
 	auditSeq int64

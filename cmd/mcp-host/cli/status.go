@@ -44,6 +44,10 @@ type workspaceStatus struct {
 	Stalled []runs.StalledRun `json:"stalled"`
 	Error   string            `json:"error,omitempty"`
 	Disk    string            `json:"disk,omitempty"` // why writes are refused: the state disk is (nearly) full
+
+	// Peers are the live host processes (serve, worker) of every machine
+	// that registered in the store (status_peers.go).
+	Peers []store.Peer `json:"peers"`
 }
 
 type statusReport struct {
@@ -84,6 +88,7 @@ func (e *env) statusCommand() *cobra.Command {
 				if w.Worker.Running {
 					e.printf("              stop it: mcp-host worker stop --workspace %s\n", w.Root)
 				}
+				e.printPeers(w.Peers)
 				e.printf("  runs %d · automations %d · sessions %d\n", w.Counts.Runs, w.Counts.Automations, w.Counts.Sessions)
 				for _, a := range w.Schedules {
 					e.printf("  %s\n", scheduleLine(a))
@@ -185,7 +190,7 @@ func describeDuty(ctx context.Context, dir, name string, leases store.LeaseStore
 // readStore fills st's counts and schedules from a workspace's database,
 // opened read-only.
 func readStore(ctx context.Context, p string, st *workspaceStatus) error {
-	st.Schedules, st.Stalled = []automations.Summary{}, []runs.StalledRun{}
+	st.Schedules, st.Stalled, st.Peers = []automations.Summary{}, []runs.StalledRun{}, []store.Peer{}
 	if _, err := os.Lstat(p); err != nil {
 		return nil
 	}
@@ -197,6 +202,9 @@ func readStore(ctx context.Context, p string, st *workspaceStatus) error {
 	locksDir := filepath.Join(filepath.Dir(p), "locks")
 	st.Scheduler = describeDuty(ctx, locksDir, "scheduler", s, st.Scheduler)
 	st.Worker = describeDuty(ctx, locksDir, "worker", s, st.Worker)
+	if st.Peers, err = s.LivePeers(ctx, time.Now(), maxPeersShown); err != nil {
+		return err
+	}
 	if st.Counts, err = s.Counts(ctx); err != nil {
 		return err
 	}

@@ -63,6 +63,8 @@ user unit or launchd to keep one up.`,
 					n, err := automations.CountEnabled(ctx, re.Store)
 					return n > 0, err
 				}},
+				// Registered as a live peer: status lists it from any machine.
+				{Name: "peer", Start: re.RegisterPeer, Stop: re.EndPeer, Busy: func(context.Context) (bool, error) { return false, nil }},
 			}
 			// The workflow files' on: triggers first, so that an idle check
 			// before the scheduler's first pass counts them.
