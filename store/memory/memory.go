@@ -26,6 +26,7 @@ type Store struct {
 	outbox   outboxData
 	audit    []*store.AuditEntry // by Seq
 	auditSeq int64
+	journals journalsData // see journals.go
 }
 
 // New returns an empty store.
