@@ -131,6 +131,7 @@ func (s *supervisor) reason() string {
 // unknown (its process group is gone).
 func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec procSpec) (res procResult, gone bool) {
 	x.j.flush() // the supervisor's records come after ours
+	x.j.sync()
 	ss := x.stepSpec(st, pos, spec)
 	ss.Starts = starts
 	s, err := x.startSupervisor(ss)
@@ -209,5 +210,6 @@ func (x *execution) stepSpec(st *workflows.Step, pos int, p procSpec) stepSpec {
 		OutputCap: p.cap, LineCap: p.lineCap, JournalRunCap: x.e.opts.JournalRunCap,
 		OutputDir: x.e.ws.OutputDir(), LocksDir: x.e.ws.LocksDir(), Redact: p.Redact,
 		OutputFile: st.Output == workflows.OutputFile,
+		Journals:   x.e.opts.JournalDatabase,
 	}
 }

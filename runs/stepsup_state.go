@@ -53,6 +53,9 @@ type stepSpec struct {
 	// lines to the call's output file (outputFilePath) instead of the
 	// journal, and the journal's output_file records.
 	OutputFile bool `json:"output_file,omitempty"`
+	// Journals, when set, is where the run's journal is kept: the
+	// supervisor appends to the database, not to a local file.
+	Journals *JournalDatabase `json:"journals,omitempty"`
 }
 
 // stepState is the step file: the supervised call, who runs it and, once
