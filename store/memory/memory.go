@@ -27,6 +27,7 @@ type Store struct {
 	audit    []*store.AuditEntry // by Seq
 	auditSeq int64
 	journals journalsData // see journals.go
+	memFiles memoryFiles  // see memoryfiles.go
 }
 
 // New returns an empty store.

