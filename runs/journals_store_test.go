@@ -182,8 +182,8 @@ type countingJournals struct {
 	store.JournalStore
 	gate    chan struct{}
 	entered chan struct{}
-	mu   sync.Mutex
-	n    int
+	mu      sync.Mutex
+	n       int
 }
 
 func (c *countingJournals) AppendJournal(ctx context.Context, id string, data []byte) (int64, error) {
