@@ -3,6 +3,9 @@ package runs
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 
 	"strconv"
 	"strings"
@@ -10,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/pgtest"
 	"github.com/cairnhq/cairn/internal/testws"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
+	"github.com/cairnhq/cairn/store/postgres"
 )
 
 // sharedEnv is two engines standing for two machines: separate workspace
@@ -202,4 +207,40 @@ func (c *countingJournals) appends() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
+}
+
+// TestSupervisedStepWritesToTheDatabase: with journals in PostgreSQL, a
+// supervised step's supervisor (a separate process) appends its output
+// to the database itself: an engine on another workspace folder (another
+// machine) reads every line, and this machine keeps no journal file.
+func TestSupervisedStepWritesToTheDatabase(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	wsID := pgtest.WorkspaceID()
+	pg, err := postgres.Open(ctx, postgres.Config{URL: url, WorkspaceID: wsID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	shared := func(o *Options) {
+		o.Journals, o.JournalDatabase = pg, &JournalDatabase{URL: url, WorkspaceID: wsID}
+	}
+	te := setup(t, map[string]string{"lines.yaml": linesYAML}, shared)
+	other := &testEnv{t: t, ws: testws.New(t, nil), st: te.st, ctx: ctx}
+	follower := other.engine(shared)
+	r := te.wait(te.e, te.launch("lines", "").ID)
+	if r.Status != store.RunSucceeded {
+		t.Fatalf("run %s: %s", r.Status, r.Error)
+	}
+	var got []Record
+	if _, err := follower.Watch(ctx, r.ID, WatchParams{OnRecord: func(rec Record) error { got = append(got, rec); return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if nums := numbers(t, textsOf(got, "lines")); len(nums) != 3000 || nums[0] != 1 || nums[2999] != 3000 {
+		t.Fatalf("the other engine read %d lines", len(nums))
+	}
+	if _, err := os.Stat(filepath.Join(te.ws.OutputDir(), r.ID+journalExt)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a journal file was written: %v", err)
+	}
 }

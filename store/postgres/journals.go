@@ -44,6 +44,12 @@ func OpenJournals(ctx context.Context, cfg Config) (*Journals, error) {
 	}
 	pc.ConnConfig.RuntimeParams["search_path"] = schema
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err == nil {
+		err = pool.Ping(ctx) // the caller falls back when unreachable
+		if err != nil {
+			pool.Close()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open journals %s: %w", schema, err)
 	}
