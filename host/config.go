@@ -45,6 +45,9 @@ type Settings struct {
 	Automations AutomationSettings `yaml:"automations"`
 	// Coordination is the coordination: section (coordination.go).
 	Coordination CoordinationSettings `yaml:"coordination"`
+	// WorkspaceID names the workspace on every machine (store_open.go):
+	// its state folder and its PostgreSQL schema; required with store.url.
+	WorkspaceID string `yaml:"workspace_id"`
 }
 
 // AutomationSettings is the automations: section.
@@ -70,6 +73,9 @@ type StoreSettings struct {
 	// BusyTimeout is how long a write waits for another process's write
 	// lock; nil: sqlite.DefaultWriteWait.
 	BusyTimeout *Duration `yaml:"busy_timeout"`
+	// URL selects a PostgreSQL store shared by several machines
+	// (CAIRN_DATABASE_URL wins over it; see store_open.go).
+	URL string `yaml:"url"`
 }
 
 // JournalSettings is the journal: section: the caps of run output
@@ -171,6 +177,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Coordination.check(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
+	if err := s.checkShared(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if n := s.Automations.PauseAfterFailures; n != nil && (*n < 0 || *n > maxPauseAfter) {

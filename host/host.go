@@ -101,6 +101,7 @@ type Host struct {
 	gc       *retention.Loop // nil when retention.interval is 0
 	notifier *notifier       // nil when notify: sets no channel
 	sup      *supervisor     // follows the store's health (health.go); nil for a store that cannot pause
+	shared   *SharedStore    // the PostgreSQL store shared by several machines; nil: SQLite (store_open.go)
 
 	log     *slog.Logger
 	scratch string // a dry run's private locks folder, outside the state root
@@ -135,6 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	useWorkspaceID(ws, settings, cfg.StateRoot)
 	if cfg.MaxArchives != nil {
 		settings.Sessions.MaxArchives = cfg.MaxArchives
 	}
@@ -182,6 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	h.coordinate(cfg, &runOpts)
 	h.notifier = h.newNotifier(settings.Notify, clk)
 	h.notifier.runOptions(&runOpts)
+	h.shareRuns(&runOpts)
 	h.Runs, err = runs.New(runOpts)
 	if err != nil {
 		h.Close()
@@ -208,6 +211,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	h.Sessions = sessions.New(h.Store, sessions.Options{
 		MemoryDir: memoryDir, LocksDir: locksDir, MaxArchives: settings.Sessions.MaxArchives, Clock: clk,
+		MemoryFiles: h.memoryFiles(),
 	})
 	h.Retention = retention.NewCollector(retention.Options{
 		Store: h.Store, Policy: settings.Retention.Policy(), Journals: h.Runs, Clock: clk, Log: h.log,
@@ -229,6 +233,12 @@ func (h *Host) openStore(ctx context.Context, cfg Config, now time.Time) error {
 	if cfg.DryRun {
 		h.Store = memory.New()
 		return nil
+	}
+	if sh, err := h.Settings.Shared(); err != nil || sh != nil {
+		if err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
+		return h.openShared(ctx, cfg, now, sh)
 	}
 	if !cfg.Write || cfg.ReadOnly {
 		if _, err := os.Stat(ws.DBPath()); err != nil {

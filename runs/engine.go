@@ -37,6 +37,13 @@ type Options struct {
 	// InMemory keeps journals and run locks in this process: nothing is
 	// written under the state dir (--dry-run, tests with the memory store).
 	InMemory bool
+	// Journals, when set, keeps run journals in this store instead of
+	// files (hosts sharing a store from several machines): any host
+	// follows any run. JournalDatabase tells step supervisors, separate
+	// processes, how to reach it; without it their output stays in this
+	// machine's journal files.
+	Journals        store.JournalStore
+	JournalDatabase *JournalDatabase
 	// OnChange, when set, is called (from any goroutine, never while the
 	// engine holds a lock) after this engine changed a run or its journal,
 	// and, while the peer loop runs, when it notices a change made by
@@ -196,6 +203,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.leases() {
 		e.locker = newLeaseLocker(opts.Store, e.clk, opts.Leases, e.pid, e.log)
+	}
+	if opts.Journals != nil {
+		e.journals = newStoreJournals(opts.Journals, opts.Workspace.OutputDir(), e.changed)
 	}
 	if e.opts.DiskGuard == nil && !opts.InMemory {
 		e.opts.DiskGuard = &diskfree.Guard{Path: opts.Workspace.StateDir}

@@ -262,6 +262,7 @@ func (x *execution) storeFailed(what string, err error) flow {
 func (x *execution) settle(status store.RunStatus, result json.RawMessage, errText string) {
 	result, errText = x.redact.raw(result), x.redact.str(errText)
 	end := Record{Type: RecordEnd, Status: string(status), Result: result, Error: errText}
+	x.j.sync() // what it flushed is there for a follower that sees the settle
 	journal, inline := x.j.inline(end)
 	now := x.e.now()
 	notify := x.e.notifications(NotifyEvent{Run: x.run, Status: status, Error: errText, Now: now})

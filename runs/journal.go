@@ -206,6 +206,22 @@ func (w *journalWriter) flush() {
 	w.e.changed(w.runID)
 }
 
+// sync waits until what was flushed is readable by every reader, on
+// every host: before the run's state moves on (a supervisor takes over,
+// the run settles).
+func (w *journalWriter) sync() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f != nil {
+		if err := w.f.sync(); err != nil {
+			w.warn("write run journal", err)
+		}
+	}
+}
+
 // warn logs a journal error, once per writer. The caller holds w.mu.
 func (w *journalWriter) warn(what string, err error) {
 	if !w.warned {

@@ -35,6 +35,10 @@ type journals interface {
 
 type journalFile interface {
 	write(line []byte) error
+	// sync waits until what was written is readable by every reader (a
+	// store journal appends in the background); files and memory are at
+	// once.
+	sync() error
 	close() error
 }
 
@@ -83,6 +87,8 @@ func (o osJournal) write(line []byte) error {
 	_, err := o.f.Write(line)
 	return err
 }
+
+func (o osJournal) sync() error { return nil }
 
 func (o osJournal) close() error { return o.f.Close() }
 
@@ -204,6 +210,8 @@ func (w memJournal) write(line []byte) error {
 	w.m.data[w.id] = append(w.m.data[w.id], line...)
 	return nil
 }
+
+func (w memJournal) sync() error { return nil }
 
 func (w memJournal) close() error { return nil }
 

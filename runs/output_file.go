@@ -74,12 +74,12 @@ func (x *execution) withOutputFile(st *workflows.Step, attempt int, spec procSpe
 	if st.Output != workflows.OutputFile {
 		return spec, nil
 	}
-	fj, ok := x.e.journals.(*fileJournals)
+	dir, ok := filesDir(x.e.journals)
 	if !ok {
 		x.j.write(Record{Type: RecordNote, Step: st.ID, Attempt: attempt, Text: "output: file is kept in the journal: this run keeps no files"})
 		return spec, nil
 	}
-	o := startOutputFile(x.j.write, st.ID, attempt, outputFilePath(fj.dir, x.id, st.ID, attempt))
+	o := startOutputFile(x.j.write, st.ID, attempt, outputFilePath(dir, x.id, st.ID, attempt))
 	if o == nil {
 		return spec, nil
 	}
@@ -194,7 +194,7 @@ func removeRunFolder(dir, id string) (int64, error) {
 // markOutputFiles sets the output file of v's steps that keep one, from
 // the definition the run was launched with.
 func (e *Engine) markOutputFiles(v *Run) {
-	fj, ok := e.journals.(*fileJournals)
+	dir, ok := filesDir(e.journals)
 	if !ok || !bytes.Contains(v.Literals, []byte("output")) {
 		return
 	}
@@ -205,7 +205,7 @@ func (e *Engine) markOutputFiles(v *Run) {
 	for i := range v.Steps {
 		s := &v.Steps[i]
 		if st, ok := wf.Step(s.ID); ok && st.Output == workflows.OutputFile && s.Attempts > 0 {
-			s.OutputFile = outputFilePath(fj.dir, v.ID, s.ID, s.Attempts)
+			s.OutputFile = outputFilePath(dir, v.ID, s.ID, s.Attempts)
 		}
 	}
 }

@@ -226,7 +226,7 @@ func supervisorEngine(s stepSpec) *Engine {
 		opts:     Options{JournalRunCap: s.JournalRunCap, JournalLineCap: s.LineCap},
 		clk:      clock.Real{},
 		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		journals: &fileJournals{dir: s.OutputDir},
+		journals: supervisorJournals(s),
 		notify:   make(chan struct{}),
 		pid:      os.Getpid(),
 	}

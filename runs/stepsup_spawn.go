@@ -135,6 +135,7 @@ func (s *supervisor) reason() string {
 // unknown (its process group is gone).
 func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec procSpec) (res procResult, gone bool) {
 	x.j.flush() // the supervisor's records come after ours
+	x.j.sync()
 	ss := x.stepSpec(st, pos, spec)
 	ss.Starts = starts
 	s, err := x.startSupervisor(ss)
@@ -213,5 +214,6 @@ func (x *execution) stepSpec(st *workflows.Step, pos int, p procSpec) stepSpec {
 		OutputCap: p.cap, LineCap: p.lineCap, JournalRunCap: x.e.opts.JournalRunCap,
 		OutputDir: x.e.ws.OutputDir(), LocksDir: x.e.ws.LocksDir(), Redact: p.Redact,
 		OutputFile: st.Output == workflows.OutputFile, Lease: x.e.stepLeaseSpec(),
+		Journals: x.e.opts.JournalDatabase,
 	}
 }

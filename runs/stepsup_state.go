@@ -56,6 +56,9 @@ type stepSpec struct {
 	// Lease, in leases mode, makes the supervisor hold the step's lease
 	// in the store instead of the lock table's key (stepsup_lease.go).
 	Lease *stepLeaseSpec `json:"lease,omitempty"`
+	// Journals, when set, is where the run's journal is kept: the
+	// supervisor appends to the database, not to a local file.
+	Journals *JournalDatabase `json:"journals,omitempty"`
 }
 
 // stepState is the step file: the supervised call, who runs it and, once

@@ -86,7 +86,7 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 	if err := m.recoverLocked(sess); err != nil {
 		return nil, fmt.Errorf("compact session %s: %w", p.SessionID, err)
 	}
-	prevMemory, err := m.readMemory(p.SessionID)
+	prevMemory, err := m.readMemory(ctx, p.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("compact session %s: %w", p.SessionID, err)
 	}
@@ -127,6 +127,9 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 		if err := atomicfile.WriteFile(m.stagedPath(p.SessionID, attempt), []byte(p.Summary), 0o600); err != nil {
 			return fail(fmt.Errorf("stage summary: %w", err))
 		}
+	}
+	if err := m.stageShared(ctx, p.SessionID, attempt, p.Summary); err != nil {
+		return fail(err)
 	}
 	if err := m.step("staged"); err != nil {
 		return fail(err)
@@ -169,6 +172,9 @@ func (m *Manager) Compact(ctx context.Context, p CompactParams) (*CompactResult,
 		if err := m.publish(p.SessionID, attempt); err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("publish memory file: %v (the next compaction of this session retries)", err))
 		}
+	}
+	if err := m.publishShared(ctx, p.SessionID, attempt); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("prune earlier summaries in the store: %v (the next compaction retries)", err))
 	}
 	if err := m.step("published"); err != nil {
 		res.Warnings = append(res.Warnings, err.Error())
@@ -224,10 +230,21 @@ func (m *Manager) ReadMemory(sessionID string) (string, error) {
 	if err := ids.Validate("session id", sessionID); err != nil {
 		return "", err
 	}
-	return m.readMemory(sessionID)
+	return m.readMemory(context.Background(), sessionID)
 }
 
-func (m *Manager) readMemory(sessionID string) (string, error) {
+func (m *Manager) readMemory(ctx context.Context, sessionID string) (string, error) {
+	if m.opts.MemoryFiles != nil {
+		sess, err := m.st.GetSession(ctx, sessionID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("read memory file: %w", err)
+		}
+		if err == nil {
+			if body, ok, err := m.readShared(ctx, sess); ok || err != nil {
+				return body, err
+			}
+		}
+	}
 	if m.opts.MemoryDir == "" {
 		return "", nil
 	}
@@ -325,6 +342,9 @@ func (m *Manager) removeFiles(sessionID string) error {
 		}
 	}
 	if err := os.Remove(m.MemoryPath(sessionID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	if err := m.removeShared(sessionID); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

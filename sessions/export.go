@@ -49,7 +49,7 @@ func (m *Manager) Export(ctx context.Context, w io.Writer, p ExportParams) error
 	if err != nil {
 		return err
 	}
-	memory, err := m.readMemory(p.SessionID)
+	memory, err := m.readMemory(ctx, p.SessionID)
 	if err != nil {
 		return err
 	}

@@ -211,6 +211,7 @@ func (m *Manager) Read(ctx context.Context, p ReadParams) (*MessagePage, error) 
 	if err != nil {
 		return nil, err
 	}
+	m.writeOutShared(ctx, sess) // get_session gives the memory file's path
 	msgs, err := m.st.ListMessages(ctx, store.ListMessagesParams{SessionID: p.SessionID, AfterSeq: after, Limit: limit + 1})
 	if err != nil {
 		return nil, err

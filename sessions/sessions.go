@@ -48,6 +48,10 @@ type Options struct {
 	// MemoryDir holds memory/<session-id>.md. Empty: no memory files are
 	// written (dry runs); previews then say so.
 	MemoryDir string
+	// MemoryFiles, when set, keeps the memory files in the store too
+	// (shared by several machines): the host that reads one writes it
+	// out to MemoryDir (see memory_shared.go).
+	MemoryFiles store.MemoryFileStore
 	// LocksDir holds the per-session lock files that keep compactions and
 	// deletes of one session apart across processes. Empty: they are kept
 	// apart within this process only (dry runs, tests).
@@ -71,6 +75,8 @@ type Manager struct {
 	opts Options
 	clk  clock.Clock
 	mu   keyedMutex
+	// shared tracks memory files written out from the store.
+	shared sharedMemory
 
 	// hook, when set (tests), runs at named steps of Compact; an error
 	// fails the attempt there as if that step had failed.

@@ -174,11 +174,12 @@ func List(root string) ([]Info, error) {
 	}
 	var out []Info
 	for _, e := range entries {
-		if !e.IsDir() || len(e.Name()) != 12 {
+		if !e.IsDir() {
 			continue
 		}
 		info, err := ReadInfo(filepath.Join(root, e.Name()))
-		if err != nil {
+		// A path hash names a folder, or a workspace_id its info holds.
+		if err != nil || len(e.Name()) != 12 && info.ID != e.Name() {
 			continue
 		}
 		info.ID = e.Name()

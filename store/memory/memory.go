@@ -27,6 +27,8 @@ type Store struct {
 	outbox   outboxData
 	audit    []*store.AuditEntry // by Seq
 	auditSeq int64
+	journals journalsData // see journals.go
+	memFiles memoryFiles  // see memoryfiles.go
 }
 
 // New returns an empty store.

@@ -24,6 +24,7 @@ var releasedMigrations = map[string]string{
 	"0010_outbox.sql":                   "d57ec7de252b7a2ef95421e713c948c867722cedc3c2af7adb4b58aabe678a6e",
 	"0012_sliced_compaction.sql":        "6aaf5efdc553c22ad5afbefbea321d62e8d8e6a720efdccc272d66fb180b58c5",
 	"0013_peers.sql":                    "f6054bd97bf095be7d62641e1c9a2813ceb79a50e7c70b73104c9bddce11a01a",
+	"0014_journals.sql":                 "0ebc3be482e488bfae6cdd5c9754d89a2500fe00729e72f7b4cbe6210fd862ea",
 }
 
 func TestMigrationsAreAppendOnly(t *testing.T) {

@@ -23,6 +23,8 @@ func Run(t *testing.T, newStore NewFunc) {
 	t.Run("peers", func(t *testing.T) { t.Parallel(); testPeers(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { t.Parallel(); testOutbox(t, newStore) })
 	t.Run("audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore) })
+	t.Run("journals", func(t *testing.T) { t.Parallel(); testJournals(t, newStore) })
+	t.Run("memory files", func(t *testing.T) { t.Parallel(); testMemoryFiles(t, newStore) })
 }
 
 func open(t *testing.T, newStore NewFunc) store.Store {

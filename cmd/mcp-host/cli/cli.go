@@ -175,7 +175,7 @@ func (e *env) workspace() (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find the working directory: %w", err)
 	}
-	return workspace.Resolve(cwd, e.wsFlag, root)
+	return host.ResolveWorkspace(cwd, e.wsFlag, root) // a workspace_id names its state folder
 }
 
 // open opens the current workspace's host (see host.Open): write says the

@@ -36,6 +36,7 @@ type workspaceStatus struct {
 	Root      string                `json:"root"`
 	Here      bool                  `json:"here"`
 	LastSeen  time.Time             `json:"last_seen"`
+	Store     string                `json:"store"` // "sqlite PATH" or "postgres USER@HOST:PORT/DATABASE (workspace ID)"
 	Scheduler lockStatus            `json:"scheduler"`
 	Worker    lockStatus            `json:"worker"`
 	Counts    store.Counts          `json:"counts"`
@@ -82,6 +83,7 @@ func (e *env) statusCommand() *cobra.Command {
 				}
 				e.printf("%s%s\n", w.Root, here)
 				e.printf("  id          %s\n", w.ID)
+				e.printf("  store       %s\n", w.Store)
 				e.printf("  last seen   %s\n", w.LastSeen.Local().Format(time.DateTime))
 				e.printf("  scheduler   %s\n", w.Scheduler.Holder)
 				e.printf("  worker      %s\n", w.Worker.Holder)
@@ -136,6 +138,7 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 		if st.Here {
 			read = e.readSyncedStore // this workspace's files are at hand: sync their triggers
 		}
+		read = sharedRead(info, dir, &st, read)
 		if err := read(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
 			st.Error = err.Error()
 		}
