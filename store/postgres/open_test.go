@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn/internal/pgtest"
 	"github.com/cairnhq/cairn/store"
+	"github.com/jackc/pgx/v5"
 )
 
 func TestSchemaName(t *testing.T) {
@@ -186,5 +187,43 @@ func TestPruneOperations(t *testing.T) {
 	}
 	if o, err := s.Outcome(ctx, "op_old_1"); err != nil || o != store.NotCommitted {
 		t.Fatalf("Outcome of a pruned operation = %v, %v", o, err)
+	}
+}
+
+// Close waits for the writes in flight; later writes are refused with
+// store.ErrClosed, and closing again does nothing.
+func TestClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, Config{URL: pgtest.URL(t), WorkspaceID: pgtest.WorkspaceID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	s.beforeCommit = func(pgx.Tx) { close(entered); <-release }
+	wrote := make(chan error, 1)
+	go func() { wrote <- s.CreateRun(ctx, &store.Run{ID: "run_1", Target: "t"}) }()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) with a write in flight", err)
+	case err := <-wrote:
+		t.Fatalf("the write ended (%v) before it was let go", err)
+	default:
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatalf("the write in flight: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, &store.Run{ID: "run_2", Target: "t"}); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("a write after Close: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
 	}
 }

@@ -37,6 +37,9 @@ func (s *Store) write(ctx context.Context, kind string, fn func(tx pgx.Tx) error
 	op := store.OpID(ctx)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
+		if errors.Is(s.health.refusal(), store.ErrClosed) {
+			return store.ErrClosed // closed meanwhile
+		}
 		return &store.CommitError{OpID: op, Outcome: store.NotCommitted, Err: fmt.Errorf("begin %s: %w", kind, err)}
 	}
 	// A caller that gives up must not cut the commit halfway: after

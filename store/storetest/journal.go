@@ -14,12 +14,7 @@ import (
 // testJournals runs the journal cases on backends that keep journals
 // (store.JournalStore); others skip them.
 func testJournals(t *testing.T, newStore NewFunc) {
-	probe := newStore(t)
-	_, ok := probe.(store.JournalStore)
-	probe.Close()
-	if !ok {
-		t.Skip("this backend keeps no journals (store.JournalStore): the run engine keeps them as files")
-	}
+	skipUnless[store.JournalStore](t, newStore, "this backend keeps no journals (store.JournalStore): the run engine keeps them as files")
 	runCases(t, newStore, []storeCase{
 		{"append and read", testJournalAppendRead},
 		{"read from any offset", testJournalOffsets},
@@ -27,6 +22,18 @@ func testJournals(t *testing.T, newStore NewFunc) {
 		{"delete and stale", testJournalDeleteStale},
 		{"bad input", testJournalBadInput},
 	})
+}
+
+// skipUnless skips t when newStore's stores do not implement T, an
+// optional interface, saying why.
+func skipUnless[T any](t *testing.T, newStore NewFunc, why string) {
+	t.Helper()
+	probe := newStore(t)
+	_, ok := probe.(T)
+	probe.Close()
+	if !ok {
+		t.Skip(why)
+	}
 }
 
 func journalsOf(s store.Store) store.JournalStore { return s.(store.JournalStore) }

@@ -12,12 +12,7 @@ import (
 // testMemoryFiles runs the memory file cases on backends that keep them
 // (store.MemoryFileStore); others skip them.
 func testMemoryFiles(t *testing.T, newStore NewFunc) {
-	probe := newStore(t)
-	_, ok := probe.(store.MemoryFileStore)
-	probe.Close()
-	if !ok {
-		t.Skip("this backend keeps no memory files (store.MemoryFileStore): sessions keep them as files")
-	}
+	skipUnless[store.MemoryFileStore](t, newStore, "this backend keeps no memory files (store.MemoryFileStore): sessions keep them as files")
 	runCases(t, newStore, []storeCase{{"put get prune", testMemoryFilePutGetPrune}})
 }
 
