@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -164,7 +163,6 @@ func TestSessionFromTwoMachines(t *testing.T) {
 	t.Parallel()
 	ms := newMachines(t, 2, nil)
 	a, b := ms[0], ms[1]
-	skipWithoutPostgresSessions(t, a)
 	a.output("sessions", "create", "ses_shared")
 	const each = 6
 	var wg sync.WaitGroup
@@ -226,15 +224,5 @@ func TestSessionFromTwoMachines(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("memory file mode: %v, %v", fi, err)
-	}
-}
-
-// skipWithoutPostgresSessions skips while store/postgres's sessions are
-// stubs (their half of the store is written on branch pgrest).
-func skipWithoutPostgresSessions(t *testing.T, m *machine) {
-	t.Helper()
-	out, err := m.command("sessions", "list").CombinedOutput()
-	if err != nil && bytes.Contains(out, []byte(errors.ErrUnsupported.Error())) {
-		t.Skipf("waits on the sessions half of store/postgres (branch pgrest): %s", bytes.TrimSpace(out))
 	}
 }
