@@ -21,15 +21,17 @@ import (
 type machine struct {
 	t           *testing.T
 	root, state string
+	url, wsID   string // the shared database and workspace_id
 }
 
 func newMachines(t *testing.T, n int, workflows map[string]string) []*machine {
 	t.Helper()
 	url := pgtest.URL(t)
-	config := fmt.Sprintf("workspace_id: %s\nstore:\n  url: %q\n", strings.ReplaceAll(pgtest.WorkspaceID(), "_", "-"), url)
+	wsID := strings.ReplaceAll(pgtest.WorkspaceID(), "_", "-")
+	config := fmt.Sprintf("workspace_id: %s\nstore:\n  url: %q\n", wsID, url)
 	var out []*machine
 	for range n {
-		m := &machine{t: t, root: t.TempDir(), state: filepath.Join(t.TempDir(), "state")}
+		m := &machine{t: t, root: t.TempDir(), state: filepath.Join(t.TempDir(), "state"), url: url, wsID: wsID}
 		dir := filepath.Join(m.root, ".cairn", "workflows")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)

@@ -84,7 +84,11 @@ func (e *env) statusCommand() *cobra.Command {
 				e.printf("%s%s\n", w.Root, here)
 				e.printf("  id          %s\n", w.ID)
 				e.printf("  store       %s\n", w.Store)
-				e.printf("  last seen   %s\n", w.LastSeen.Local().Format(time.DateTime))
+				if w.LastSeen.IsZero() {
+					e.printf("  last seen   never on this machine\n") // a shared workspace's (status_store.go)
+				} else {
+					e.printf("  last seen   %s\n", w.LastSeen.Local().Format(time.DateTime))
+				}
 				e.printf("  scheduler   %s\n", w.Scheduler.Holder)
 				e.printf("  worker      %s\n", w.Worker.Holder)
 				if w.Worker.Running {
@@ -125,6 +129,7 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 	var hereID string
 	if ws, err := e.workspace(); err == nil {
 		hereID = ws.ID
+		infos = withSharedHere(infos, ws)
 	}
 	for _, info := range infos {
 		dir := filepath.Join(root, info.ID)

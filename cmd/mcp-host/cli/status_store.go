@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/workspace"
 )
@@ -37,10 +39,26 @@ func sharedRead(info workspace.Info, dir string, st *workspaceStatus, read store
 	return func(ctx context.Context, _ string, st *workspaceStatus) error { return readShared(ctx, sh, dir, st) }
 }
 
+// withSharedHere adds the current workspace to infos when its store is
+// shared and this machine has not run anything of it yet: its runs,
+// automations and peers are in the database, not in the state root's
+// registry.
+func withSharedHere(infos []workspace.Info, ws *workspace.Workspace) []workspace.Info {
+	if slices.ContainsFunc(infos, func(i workspace.Info) bool { return i.ID == ws.ID }) {
+		return infos
+	}
+	if s, err := host.LoadSettings(ws); err != nil || s.WorkspaceID == "" {
+		return infos
+	} else if sh, err := s.Shared(); err != nil || sh == nil {
+		return infos
+	}
+	return append(infos, workspace.Info{ID: ws.ID, Root: ws.Root})
+}
+
 // readShared fills st from a PostgreSQL store, as readStore does from a
 // SQLite file.
 func readShared(ctx context.Context, sh *host.SharedStore, dir string, st *workspaceStatus) error {
-	st.Schedules, st.Stalled = []automations.Summary{}, []runs.StalledRun{}
+	st.Schedules, st.Stalled, st.Peers = []automations.Summary{}, []runs.StalledRun{}, []store.Peer{}
 	s, err := postgres.Open(ctx, postgres.Config{URL: sh.URL, WorkspaceID: sh.WorkspaceID, MaxConns: 2})
 	if err != nil {
 		return sh.RedactError(err)
@@ -49,6 +67,9 @@ func readShared(ctx context.Context, sh *host.SharedStore, dir string, st *works
 	locksDir := filepath.Join(dir, "locks")
 	st.Scheduler = describeDuty(ctx, locksDir, "scheduler", s, st.Scheduler)
 	st.Worker = describeDuty(ctx, locksDir, "worker", s, st.Worker)
+	if st.Peers, err = s.LivePeers(ctx, time.Now(), maxPeersShown); err != nil {
+		return err
+	}
 	if st.Counts, err = s.Counts(ctx); err != nil {
 		return err
 	}

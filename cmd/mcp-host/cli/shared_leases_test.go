@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/reexec"
+	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/postgres"
+)
+
+// Several machines end to end: separate workspace folders and state roots
+// stand for the machines, one PostgreSQL database and one workspace_id
+// join them, and the hosts are real processes (this test binary standing
+// in for mcp-host). A shared store coordinates with leases; short ones
+// keep the tests fast.
+
+const sharedLeaseYAML = "coordination:\n  lease: 2s\n  renew: 400ms\n"
+
+// newLeaseMachines is newMachines with short leases.
+func newLeaseMachines(t *testing.T, n int, workflows map[string]string) []*machine {
+	t.Helper()
+	ms := newMachines(t, n, workflows)
+	for _, m := range ms {
+		f, err := os.OpenFile(filepath.Join(m.root, ".cairn", "config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString(sharedLeaseYAML)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ms
+}
+
+// startPeer starts `mcp-host <args>` on m, its stderr in a file; it is
+// killed when the test ends.
+func (m *machine) startPeer(args ...string) *peer {
+	m.t.Helper()
+	f, err := os.CreateTemp(m.t.TempDir(), "peer-*.log")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer f.Close() // the child has its own descriptor
+	args = append([]string{"--state", m.state, "--workspace", m.root, "--log-level", "info"}, args...)
+	ch := reexec.Start(m.t, reexec.Params{Env: []string{"CAIRN_CLI_MAIN=1"}, Args: args, Stderr: f})
+	return &peer{Child: ch, logPath: f.Name()}
+}
+
+// openStore opens the machines' shared store, as a host there does.
+func (m *machine) openStore() *postgres.Store {
+	m.t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: m.url, WorkspaceID: m.wsID, MaxConns: 2})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// show returns a run as `runs show --json` on m prints it.
+func (m *machine) show(id string) *runs.Run {
+	m.t.Helper()
+	var r runs.Run
+	if out := m.output("runs", "show", id, "--json"); json.Unmarshal([]byte(out), &r) != nil {
+		m.t.Fatalf("runs show --json: %s", out)
+	}
+	return &r
+}
+
+// leaseOf returns a lease as stored (zero when never taken).
+func leaseOf(t *testing.T, st store.LeaseStore, name string) store.Lease {
+	t.Helper()
+	l, err := st.GetLease(context.Background(), name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// sharedGatedYAML logs the start and end of its step in dir around a wait
+// for dir/go; safe to repeat, so an adopter that did not see the live
+// supervisor would start it again and the log would show it.
+const sharedGatedYAML = `
+input:
+  dir: {type: string}
+steps:
+  - id: gated
+    safe_to_repeat: true
+    shell: |
+      echo "start $$" >> "$DIR/steps.log"
+      touch "$DIR/ready"
+      while [ ! -e "$DIR/go" ]; do sleep 0.05; done
+      echo "end $$" >> "$DIR/steps.log"
+    env: {DIR: "${{ input.dir }}"}
+  - id: after
+    exec: [echo, after]
+`
+
+// TestSharedKilledHostsRunIsAdoptedAndItsStepRunsOnce: machine a's worker
+// runs a supervised step; it is SIGKILLed, its run lease expires, and
+// machine b's serve adopts the run (not before the expiry), takes the
+// step's result from the supervisor that lived on (the step ended while
+// nobody owned the run, or still runs when b comes and ends later), and
+// finishes the run. The step started once: one start and its end.
+func TestSharedKilledHostsRunIsAdoptedAndItsStepRunsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		endsBefore bool
+	}{
+		{"step ends while nobody owns the run", true},
+		{"step still running under its supervisor", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ms := newLeaseMachines(t, 2, map[string]string{"gated.yaml": sharedGatedYAML})
+			a, b := ms[0], ms[1]
+			st := a.openStore()
+			dir := t.TempDir()
+			gate := func() {
+				if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+					t.Error(err)
+				}
+			}
+			t.Cleanup(gate) // no step left waiting
+			readLog := func() string { s, _ := os.ReadFile(filepath.Join(dir, "steps.log")); return string(s) }
+
+			w := a.startPeer("worker", "--idle", "0")
+			within(t, 30*time.Second, "a's worker takes the worker duty", func() bool { return leaseOf(t, st, "worker").PID == w.pid() })
+			input, _ := json.Marshal(map[string]string{"dir": dir})
+			id := runIDPattern.FindString(a.output("run", "--detach", "gated", "--input", string(input)))
+			within(t, 30*time.Second, "the step starts under a's worker", func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil })
+			if l := leaseOf(t, st, "run:"+id); l.PID != w.pid() || !l.Held(time.Now()) {
+				t.Fatalf("run lease with the step running: %+v, want held by a's worker %d", l, w.pid())
+			}
+			s := b.startPeer("serve")
+			within(t, 30*time.Second, "b's serve is up", func() bool { return strings.Contains(s.log(), "serving MCP over stdio") })
+
+			w.signal(t, syscall.SIGKILL)
+			_ = w.Cmd.Wait()
+			last := leaseOf(t, st, "run:"+id)
+			if step := leaseOf(t, st, "step:"+id); !step.Held(time.Now()) || step.PID == w.pid() || !processAlive(step.PID) {
+				t.Fatalf("step lease after a's worker died: %+v; want held by its live supervisor", step)
+			}
+			if tc.endsBefore {
+				gate()
+				within(t, 30*time.Second, "the step ends under its supervisor", func() bool { l := leaseOf(t, st, "step:"+id); return !l.Held(time.Now()) })
+			}
+			within(t, 30*time.Second, "b adopts the run", func() bool { return leaseOf(t, st, "run:"+id).PID == s.pid() })
+			if got := leaseOf(t, st, "run:" + id); got.Since.Before(last.Expires) {
+				t.Fatalf("adopted at %s, before the dead owner's lease expired at %s", got.Since, last.Expires)
+			}
+			if !tc.endsBefore {
+				if n := strings.Count(readLog(), "start"); n != 1 {
+					t.Fatalf("the step started %d times before it ended:\n%s", n, readLog())
+				}
+				gate()
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			r := b.show(id)
+			for !r.Status.Settled() && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+				r = b.show(id)
+			}
+			if r.Status != store.RunSucceeded || r.OwnerPID != s.pid() {
+				t.Fatalf("run %s: %s (owner %d) %s; want succeeded under b's serve %d\nserve log:\n%s", id, r.Status, r.OwnerPID, r.Error, s.pid(), s.log())
+			}
+			log := strings.Fields(readLog())
+			if len(log) != 4 || log[0] != "start" || log[2] != "end" || log[1] != log[3] {
+				t.Fatalf("the step's log is not one start and its end:\n%s", readLog())
+			}
+		})
+	}
+}
+
+// TestSharedCancelFromAnotherMachineReachesTheStep: `mcp-host cancel` on
+// machine b, a separate process that can signal nothing of a's, reaches
+// the step running under machine a's worker within a second (twice that
+// under the race detector), through the store; the run settles cancelled.
+func TestSharedCancelFromAnotherMachineReachesTheStep(t *testing.T) {
+	t.Parallel()
+	ms := newLeaseMachines(t, 2, map[string]string{"long.yaml": longStepYAML})
+	a, b := ms[0], ms[1]
+	st := a.openStore()
+	w := a.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "a's worker takes the worker duty", func() bool { return leaseOf(t, st, "worker").PID == w.pid() })
+	id := runIDPattern.FindString(a.output("run", "--detach", "long"))
+	var step int
+	within(t, 30*time.Second, "the step starts", func() bool { step = processWithEnv("CAIRN_RUN_ID=" + id); return step != 0 })
+	t.Cleanup(func() { _ = syscall.Kill(step, syscall.SIGKILL) })
+	// Timed from when the cancel request is in the store (a's hosts
+	// learn of it only there), as this process sees it, to the step's end.
+	recorded, ended := make(chan time.Time, 1), make(chan time.Time, 1)
+	go func() {
+		for {
+			cs, err := st.RunClaims(context.Background(), []string{id})
+			if err == nil && len(cs) == 1 && cs[0].CancelRequested {
+				recorded <- time.Now()
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		for processAlive(step) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		ended <- time.Now()
+	}()
+	b.output("cancel", "--wait", "0", id)
+	var at, end time.Time
+	select {
+	case at = <-recorded:
+	case <-time.After(30 * time.Second):
+		t.Fatal("b's cancel is not in the store")
+	}
+	select {
+	case end = <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the step goes on after b's cancel")
+	}
+	bound := time.Second
+	if raceEnabled {
+		bound *= 2 // race-instrumented peers on a loaded machine
+	}
+	if d := end.Sub(at); d > bound {
+		t.Fatalf("the step ended %s after b's cancel was recorded; want within %s", d, bound)
+	}
+	t.Logf("the step ended %s after b's cancel was recorded", end.Sub(at).Round(time.Millisecond))
+	deadline := time.Now().Add(60 * time.Second)
+	r := b.show(id)
+	for !r.Status.Settled() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		r = b.show(id)
+	}
+	if r.Status != store.RunCancelled {
+		t.Fatalf("run %s: %s %s", id, r.Status, r.Error)
+	}
+}
+
+// TestSharedStatusListsPeersOfEveryMachine: `mcp-host status` on machine c
+// lists the live hosts of machines a and b (hostname, pid); a host that
+// stopped is no longer listed.
+func TestSharedStatusListsPeersOfEveryMachine(t *testing.T) {
+	t.Parallel()
+	ms := newLeaseMachines(t, 3, cliFiles(t))
+	a, b, c := ms[0], ms[1], ms[2]
+	st := a.openStore()
+	w := a.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "a's worker takes the worker duty", func() bool { return leaseOf(t, st, "worker").PID == w.pid() })
+	s := b.startPeer("serve")
+	within(t, 30*time.Second, "b's serve is up", func() bool { return strings.Contains(s.log(), "serving MCP over stdio") })
+	peerLine := func(out string, pid int) bool {
+		return strings.Contains(out, fmt.Sprintf("  peer        %s pid %d since ", locks.Hostname(), pid))
+	}
+	out := c.output("status")
+	if !peerLine(out, w.pid()) || !peerLine(out, s.pid()) {
+		t.Fatalf("c's status does not list a's worker %d and b's serve %d:\n%s", w.pid(), s.pid(), out)
+	}
+	s.signal(t, syscall.SIGTERM)
+	_ = s.Cmd.Wait()
+	within(t, 30*time.Second, "c's status drops b's stopped serve", func() bool {
+		out = c.output("status")
+		return peerLine(out, w.pid()) && !peerLine(out, s.pid())
+	})
+}
