@@ -161,7 +161,7 @@ func TestSharedKilledHostsRunIsAdoptedAndItsStepRunsOnce(t *testing.T) {
 				within(t, 30*time.Second, "the step ends under its supervisor", func() bool { l := leaseOf(t, st, "step:"+id); return !l.Held(time.Now()) })
 			}
 			within(t, 30*time.Second, "b adopts the run", func() bool { return leaseOf(t, st, "run:"+id).PID == s.pid() })
-			if got := leaseOf(t, st, "run:" + id); got.Since.Before(last.Expires) {
+			if got := leaseOf(t, st, "run:"+id); got.Since.Before(last.Expires) {
 				t.Fatalf("adopted at %s, before the dead owner's lease expired at %s", got.Since, last.Expires)
 			}
 			if !tc.endsBefore {
