@@ -19,16 +19,17 @@ type Store struct {
 	closed bool
 	ops    map[string]bool
 
-	runs     runsData
-	autos    automationsData
-	sessions sessionsData
-	leases   map[string]store.Lease // by name; see leases.go
-	peers    map[string]store.Peer  // by id; see peers.go
-	outbox   outboxData
-	audit    []*store.AuditEntry // by Seq
-	auditSeq int64
-	journals journalsData // see journals.go
-	memFiles memoryFiles  // see memoryfiles.go
+	runs       runsData
+	autos      automationsData
+	sessions   sessionsData
+	leases     map[string]store.Lease // by name; see leases.go
+	peers      map[string]store.Peer  // by id; see peers.go
+	outbox     outboxData
+	audit      []*store.AuditEntry // by Seq
+	auditSeq   int64
+	journals   journalsData      // see journals.go
+	memFiles   memoryFiles       // see memoryfiles.go
+	stepStates map[string][]byte // by run id; see stepstates.go
 }
 
 // New returns an empty store.

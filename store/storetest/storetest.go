@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore NewFunc) {
 	t.Run("audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore) })
 	t.Run("journals", func(t *testing.T) { t.Parallel(); testJournals(t, newStore) })
 	t.Run("memory files", func(t *testing.T) { t.Parallel(); testMemoryFiles(t, newStore) })
+	t.Run("step states", func(t *testing.T) { t.Parallel(); testStepStates(t, newStore) })
 }
 
 func open(t *testing.T, newStore NewFunc) store.Store {
