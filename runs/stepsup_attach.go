@@ -35,7 +35,7 @@ const (
 func (x *execution) attachStep(st *workflows.Step, pos, starts int) (res procResult, found attached, f flow) {
 	noted, signalled := false, false
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
-		state, _ := readStepState(x.stepFile()) // unreadable: see checkGone
+		state, _ := x.readStep() // unreadable: see checkGone
 		if state.isStart(st.ID, pos, starts) && state.Result != nil {
 			return x.tookResult(st, state), attachTaken, flowNext
 		}
@@ -81,7 +81,10 @@ func (x *execution) checkGone(st *workflows.Step, pos, starts int) (procResult, 
 		return procResult{}, attachGone, err
 	}
 	defer lock.Unlock()
-	state, err := readStepState(x.stepFile())
+	state, err := x.readStep()
+	if errors.Is(err, errStepStore) {
+		return procResult{}, attachGone, err // the store decides nothing: let go of the run
+	}
 	if err != nil {
 		// Whether it reached its command is unknown (a crash of the
 		// machine can leave the file torn): ambiguous.
@@ -94,7 +97,9 @@ func (x *execution) checkGone(st *workflows.Step, pos, starts int) (procResult, 
 	case state.Result != nil:
 		return x.tookResult(st, state), attachTaken, nil
 	}
-	if err := stopGroupOf(state.Command, groupStopWait); err != nil {
+	if !state.onThisMachine() {
+		x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s's supervisor ran on another machine: what is left of its command there cannot be stopped from here", st.ID)})
+	} else if err := stopGroupOf(state.Command, groupStopWait); err != nil {
 		return procResult{}, attachGone, err
 	}
 	x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s's supervisor pid %d is gone without a result", st.ID, state.Supervisor.PID)})

@@ -89,6 +89,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 	}
 	defer lock.Unlock()
 	path := stepFilePath(spec.OutputDir, spec.RunID)
+	rec := newStepRecorder(spec, lock)
 	// An earlier attempt whose supervisor died may have left processes
 	// in its group: none may run beside this one.
 	if prev, err := readStepState(path); err == nil && prev != nil && prev.Result == nil {
@@ -107,7 +108,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 	// synced: within a boot every process sees it, and after a crash of
 	// the machine the call counts as ambiguous.
 	st := &stepState{Step: spec.Step, Attempt: spec.Attempt, Starts: spec.Starts, Supervisor: refOf(os.Getpid())}
-	if err := writeStepState(path, st, false); err != nil {
+	if err := rec.write(st, false); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2
 	}
@@ -118,7 +119,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 	ps := spec.procSpec()
 	ps.onStart = func(pid int) {
 		st.Command = refOf(pid)
-		if err := writeStepState(path, st, false); err != nil {
+		if err := rec.write(st, false); err != nil {
 			j.add(Record{Type: RecordNote, Step: spec.Step, Text: fmt.Sprintf("step supervisor pid %d: %v", os.Getpid(), err)})
 		}
 		j.write(Record{Type: RecordStep, Step: spec.Step, Attempt: spec.Attempt, Event: "started", PID: pid})
@@ -148,7 +149,7 @@ func superviseMain(in io.Reader, status *os.File) int {
 		fmt.Fprintf(status, "error: record the result: %v\n", err)
 		return 2
 	}
-	if err := writeStepState(path, st, true); err != nil {
+	if err := rec.write(st, true); err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
 		return 2
 	}

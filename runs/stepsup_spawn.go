@@ -166,10 +166,10 @@ func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec proc
 
 // supervisedResult reads the result the supervisor s recorded.
 func (x *execution) supervisedResult(st *workflows.Step, pos, starts int, s *supervisor) (procResult, bool) {
-	state, err := readStepState(x.stepFile())
+	state, err := x.readStep()
 	if err != nil || !state.isStart(st.ID, pos, starts) || state.Result == nil {
 		x.j.add(Record{Type: RecordNote, Step: st.ID, Text: fmt.Sprintf("step supervisor pid %d ended without a result%s", s.ref.PID, s.reason())})
-		if state.isStart(st.ID, pos, starts) {
+		if state.isStart(st.ID, pos, starts) && state.onThisMachine() {
 			if err := stopGroupOf(state.Command, groupStopWait); err != nil {
 				x.j.add(Record{Type: RecordNote, Step: st.ID, Text: err.Error()})
 			}

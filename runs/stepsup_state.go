@@ -70,6 +70,9 @@ type stepState struct {
 	Supervisor procRef     `json:"supervisor"`
 	Command    procRef     `json:"command,omitzero"` // its process group has the same id
 	Result     *stepResult `json:"result,omitempty"`
+	// Boot is the supervisor's machine's boot id: its pids name processes
+	// of that boot only (a step state in a shared store, stepsup_shared.go).
+	Boot string `json:"boot,omitempty"`
 }
 
 // is reports whether s is about call pos of step.
@@ -193,4 +196,5 @@ func (e *Engine) removeStepFile(id string) {
 	if err := os.Remove(stepFilePath(e.ws.OutputDir(), id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		e.log.Warn("remove step file", "run", id, "err", err)
 	}
+	e.removeStepState(id)
 }

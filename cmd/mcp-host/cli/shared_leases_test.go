@@ -164,7 +164,9 @@ func TestSharedKilledHostsRunIsAdoptedAndItsStepRunsOnce(t *testing.T) {
 				gate()
 				within(t, 30*time.Second, "the step ends under its supervisor", func() bool { l := leaseOf(t, st, "step:"+id); return !l.Held(time.Now()) })
 			}
+			killed := time.Now()
 			within(t, 30*time.Second, "b adopts the run", func() bool { return leaseOf(t, st, "run:"+id).PID == s.pid() })
+			t.Logf("b adopted the run %s after a's worker was killed", time.Since(killed).Round(10*time.Millisecond))
 			if got := leaseOf(t, st, "run:"+id); got.Since.Before(last.Expires) {
 				t.Fatalf("adopted at %s, before the dead owner's lease expired at %s", got.Since, last.Expires)
 			}
@@ -180,6 +182,7 @@ func TestSharedKilledHostsRunIsAdoptedAndItsStepRunsOnce(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 				r = b.show(id)
 			}
+			t.Logf("the run settled %s after a's worker was killed", time.Since(killed).Round(10*time.Millisecond))
 			if r.Status != store.RunSucceeded || r.OwnerPID != s.pid() {
 				t.Fatalf("run %s: %s (owner %d) %s; want succeeded under b's serve %d\nserve log:\n%s", id, r.Status, r.OwnerPID, r.Error, s.pid(), s.log())
 			}
