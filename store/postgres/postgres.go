@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -174,24 +175,33 @@ func (s *Store) lookUpOp(ctx context.Context, opID string) (store.Outcome, error
 	return store.Committed, nil
 }
 
-// Counts counts runs, automations and sessions, tolerating tables that
-// are not in the schema yet (a binary without those migrations).
+// Counts counts runs, automations and sessions in one statement. A table
+// the schema lacks (a binary without the migration that makes it)
+// counts as empty.
 func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 	var c store.Counts
-	for _, t := range []struct {
+	counted := []struct {
 		table string
 		n     *int
-	}{{"runs", &c.Runs}, {"automations", &c.Automations}, {"sessions", &c.Sessions}} {
-		var exists bool
-		if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t.table).Scan(&exists); err != nil {
-			return c, fmt.Errorf("count %s: %w", t.table, err)
+	}{{"runs", &c.Runs}, {"automations", &c.Automations}, {"sessions", &c.Sessions}}
+	var present []string
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(array_agg(t), '{}') FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NOT NULL",
+		[]string{"runs", "automations", "sessions"}).Scan(&present); err != nil {
+		return c, fmt.Errorf("count records: %w", err)
+	}
+	var exprs []string
+	var dest []any
+	for _, t := range counted {
+		if slices.Contains(present, t.table) {
+			exprs = append(exprs, "(SELECT count(*) FROM "+t.table+")")
+			dest = append(dest, t.n)
 		}
-		if !exists {
-			continue
-		}
-		if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+t.table).Scan(t.n); err != nil {
-			return c, fmt.Errorf("count %s: %w", t.table, err)
-		}
+	}
+	if len(exprs) == 0 {
+		return c, nil
+	}
+	if err := s.pool.QueryRow(ctx, "SELECT "+strings.Join(exprs, ", ")).Scan(dest...); err != nil {
+		return c, fmt.Errorf("count records: %w", err)
 	}
 	return c, nil
 }
