@@ -86,6 +86,7 @@ type Store struct {
 	// resolveWait bounds how long a write waits for its unknown outcome
 	// (defaultResolveWait; tests shorten it).
 	resolveWait time.Duration
+	numberBatch int // see changes.go; tests shrink it
 	migrated    int // how many migrations this Open applied (for tests)
 
 	// beforeCommit, when set by a test, is called with the transaction
@@ -119,7 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", schema, err)
 	}
-	s := &Store{pool: pool, schema: schema, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), stop: make(chan struct{}), resolveWait: defaultResolveWait}
+	s := &Store{pool: pool, schema: schema, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), stop: make(chan struct{}), resolveWait: defaultResolveWait, numberBatch: defaultNumberBatch}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
