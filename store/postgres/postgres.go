@@ -11,7 +11,11 @@
 // connection broke during COMMIT) is resolved by looking the id up once
 // the old transaction is no longer in progress; it is never retried.
 // Concurrent writers are serialised by row locks: a write reads the row
-// it changes FOR UPDATE, a claim FOR UPDATE SKIP LOCKED.
+// it changes FOR UPDATE; a claim reads it FOR UPDATE SKIP LOCKED and is
+// refused (a *store.RunStateError) rather than wait for another write of
+// that run. Writes of different runs never wait for each other: the runs'
+// change numbers (ChangedRuns) are given by the readers of changes, in
+// commit order (changes.go).
 package postgres
 
 import (
