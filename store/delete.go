@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -71,6 +72,17 @@ type OperationPruner interface {
 	// many it forgot. Only an operation whose outcome is unknown needs its
 	// id, at the next open: keep a day or more.
 	PruneOperations(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Distinct returns ids without repeats, in their first order (what
+// DeleteRuns reports on).
+func Distinct(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool {
+		dup := seen[id]
+		seen[id] = true
+		return dup
+	})
 }
 
 // Chunks splits ids into slices of at most n (DeleteRuns' batches).

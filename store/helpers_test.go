@@ -48,3 +48,9 @@ func TestDistinctFences(t *testing.T) {
 		t.Fatal("no fences gave some")
 	}
 }
+
+func TestDistinct(t *testing.T) {
+	if got := Distinct([]string{"b", "a", "b", "c", "a"}); !slices.Equal(got, []string{"b", "a", "c"}) {
+		t.Fatalf("Distinct = %v", got)
+	}
+}

@@ -18,11 +18,17 @@ func logChange(id string) string {
 	return "WITH changed AS (INSERT INTO run_changed (run_id) VALUES (" + id + ")) "
 }
 
-// qNumberChanges numbers the logged changes this statement sees, all of
-// them committed, from $1 on in write order: each run gets one number,
-// for its latest change, with the revision it has now (runs deleted since
-// get none). It consumes the log.
-const qNumberChanges = `WITH done AS (DELETE FROM run_changed RETURNING run_id, change_order),
+// defaultNumberBatch bounds the logged changes one numbering consumes
+// (Store.numberBatch); the rest wait for the next reader.
+const defaultNumberBatch = 10000
+
+// qNumberChanges numbers the runs of the oldest logged changes this
+// statement sees, all of them committed, from $1 on in write order: each
+// run gets one number, for its latest change, with the revision it has
+// now (runs deleted since get none), and every change logged for it that
+// the statement sees is consumed.
+const qNumberChanges = `WITH batch AS (SELECT DISTINCT run_id FROM (SELECT run_id FROM run_changed ORDER BY change_order LIMIT $2) AS b),
+	done AS (DELETE FROM run_changed WHERE run_id IN (SELECT run_id FROM batch) RETURNING run_id, change_order),
 	latest AS (SELECT run_id, max(change_order) AS o FROM done GROUP BY run_id),
 	numbered AS (SELECT l.run_id, r.revision, $1 + row_number() OVER (ORDER BY l.o) AS seq FROM latest AS l JOIN runs AS r ON r.id = l.run_id)
 	INSERT INTO run_seq (run_id, seq, revision) SELECT run_id, seq, revision FROM numbered
@@ -42,7 +48,7 @@ func (s *Store) numberChanges(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, "SELECT last FROM run_changes FOR UPDATE").Scan(&last); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, qNumberChanges, last)
+		tag, err := tx.Exec(ctx, qNumberChanges, last, s.numberBatch)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}

@@ -183,3 +183,44 @@ func TestChangedRunsInCommitOrder(t *testing.T) {
 		t.Fatalf("LastRunChange = %d, %v; the poller ended at %d", last, err, after)
 	}
 }
+
+// A numbering consumes a bounded batch of logged changes: a poller still
+// sees every run once per numbering, with its latest revision, in order.
+func TestChangedRunsInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTest(t, pgtest.URL(t))
+	s.numberBatch = 3
+	for i := range 5 {
+		id := fmt.Sprintf("run_%d", i)
+		if err := s.CreateRun(ctx, &store.Run{ID: id, Target: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CancelRun(ctx, id, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after int64
+	seen := map[string]int64{}
+	for polls := 0; len(seen) < 5; polls++ {
+		if polls > 10 {
+			t.Fatalf("after %d polls the poller saw %v", polls, seen)
+		}
+		cs, err := s.ChangedRuns(ctx, after, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) > s.numberBatch {
+			t.Fatalf("one poll numbered %d runs, more than a batch", len(cs))
+		}
+		for _, c := range cs {
+			if _, again := seen[c.ID]; again || c.Seq <= after || c.Revision != 2 {
+				t.Fatalf("change %+v after %d (seen %v)", c, after, seen)
+			}
+			seen[c.ID], after = c.Revision, c.Seq
+		}
+	}
+	if cs, err := s.ChangedRuns(ctx, after, 0); err != nil || len(cs) != 0 {
+		t.Fatalf("changes after catching up: %+v, %v", cs, err)
+	}
+}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/cairnhq/cairn/store"
 	"github.com/jackc/pgx/v5"
@@ -12,7 +11,7 @@ import (
 // DeleteRuns deletes settled runs, store.DeleteBatch per operation.
 func (s *Store) DeleteRuns(ctx context.Context, ids []string) (store.Deleted, error) {
 	var out store.Deleted
-	for _, batch := range store.Chunks(uniq(ids), store.DeleteBatch) {
+	for _, batch := range store.Chunks(store.Distinct(ids), store.DeleteBatch) {
 		var got store.Deleted
 		err := s.write(store.WithOpID(ctx, ""), "run.delete", func(tx pgx.Tx) error {
 			got = store.Deleted{}
@@ -61,14 +60,4 @@ func (s *Store) deleteBatchTx(ctx context.Context, tx pgx.Tx, batch []string, go
 		return fmt.Errorf("delete runs: %w", err)
 	}
 	return nil
-}
-
-// uniq returns ids without repeats, in their first order.
-func uniq(list []string) []string {
-	seen := make(map[string]bool, len(list))
-	return slices.DeleteFunc(slices.Clone(list), func(id string) bool {
-		dup := seen[id]
-		seen[id] = true
-		return dup
-	})
 }

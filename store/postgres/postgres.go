@@ -11,7 +11,11 @@
 // connection broke during COMMIT) is resolved by looking the id up once
 // the old transaction is no longer in progress; it is never retried.
 // Concurrent writers are serialised by row locks: a write reads the row
-// it changes FOR UPDATE, a claim FOR UPDATE SKIP LOCKED.
+// it changes FOR UPDATE; a claim reads it FOR UPDATE SKIP LOCKED and is
+// refused (a *store.RunStateError) rather than wait for another write of
+// that run. Writes of different runs never wait for each other: the runs'
+// change numbers (ChangedRuns) are given by the readers of changes, in
+// commit order (changes.go).
 package postgres
 
 import (
@@ -21,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +90,7 @@ type Store struct {
 	// resolveWait bounds how long a write waits for its unknown outcome
 	// (defaultResolveWait; tests shorten it).
 	resolveWait time.Duration
+	numberBatch int // see changes.go; tests shrink it
 	migrated    int // how many migrations this Open applied (for tests)
 
 	// beforeCommit, when set by a test, is called with the transaction
@@ -118,7 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", schema, err)
 	}
-	s := &Store{pool: pool, schema: schema, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), stop: make(chan struct{}), resolveWait: defaultResolveWait}
+	s := &Store{pool: pool, schema: schema, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), stop: make(chan struct{}), resolveWait: defaultResolveWait, numberBatch: defaultNumberBatch}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -174,24 +180,33 @@ func (s *Store) lookUpOp(ctx context.Context, opID string) (store.Outcome, error
 	return store.Committed, nil
 }
 
-// Counts counts runs, automations and sessions, tolerating tables that
-// are not in the schema yet (a binary without those migrations).
+// Counts counts runs, automations and sessions in one statement. A table
+// the schema lacks (a binary without the migration that makes it)
+// counts as empty.
 func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 	var c store.Counts
-	for _, t := range []struct {
+	counted := []struct {
 		table string
 		n     *int
-	}{{"runs", &c.Runs}, {"automations", &c.Automations}, {"sessions", &c.Sessions}} {
-		var exists bool
-		if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t.table).Scan(&exists); err != nil {
-			return c, fmt.Errorf("count %s: %w", t.table, err)
+	}{{"runs", &c.Runs}, {"automations", &c.Automations}, {"sessions", &c.Sessions}}
+	var present []string
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(array_agg(t), '{}') FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NOT NULL",
+		[]string{"runs", "automations", "sessions"}).Scan(&present); err != nil {
+		return c, fmt.Errorf("count records: %w", err)
+	}
+	var exprs []string
+	var dest []any
+	for _, t := range counted {
+		if slices.Contains(present, t.table) {
+			exprs = append(exprs, "(SELECT count(*) FROM "+t.table+")")
+			dest = append(dest, t.n)
 		}
-		if !exists {
-			continue
-		}
-		if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+t.table).Scan(t.n); err != nil {
-			return c, fmt.Errorf("count %s: %w", t.table, err)
-		}
+	}
+	if len(exprs) == 0 {
+		return c, nil
+	}
+	if err := s.pool.QueryRow(ctx, "SELECT "+strings.Join(exprs, ", ")).Scan(dest...); err != nil {
+		return c, fmt.Errorf("count records: %w", err)
 	}
 	return c, nil
 }

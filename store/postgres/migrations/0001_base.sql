@@ -60,6 +60,7 @@ CREATE TABLE run_changed (
   change_order bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   run_id       text NOT NULL
 );
+CREATE INDEX run_changed_run ON run_changed (run_id);
 CREATE TABLE run_seq (
   run_id   text PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
   seq      bigint NOT NULL,
