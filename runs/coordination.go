@@ -146,7 +146,7 @@ func withLeases(st any, isHeld func(string) (bool, error)) func(string) (bool, e
 	if !ok {
 		return isHeld
 	}
-	leased := newLeaseLocker(ls, nil, LeaseTimes{}, 0, nil)
+	leased := newLeaseLocker(ls, nil, LeaseTimes{})
 	return func(id string) (bool, error) {
 		if held, err := isHeld(id); err != nil || held {
 			return held, err

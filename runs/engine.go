@@ -195,7 +195,7 @@ func New(opts Options) (*Engine, error) {
 		e.locker = &fileLocker{dir: opts.Workspace.LocksDir()}
 	}
 	if opts.leases() {
-		e.locker = newLeaseLocker(opts.Store, e.clk, opts.Leases, e.pid, e.log)
+		e.locker = newLeaseLocker(opts.Store, e.clk, opts.Leases)
 	}
 	if e.opts.DiskGuard == nil && !opts.InMemory {
 		e.opts.DiskGuard = &diskfree.Guard{Path: opts.Workspace.StateDir}
