@@ -154,3 +154,20 @@ func withLeases(st any, isHeld func(string) (bool, error)) func(string) (bool, e
 		return leased.isHeld(id)
 	}
 }
+
+// forgetLeases deletes the released leases of run id once it settled
+// (leases mode): they would never be taken again.
+func (e *Engine) forgetLeases(id string) {
+	lf, ok := e.st.(store.LeaseForgetter)
+	if !ok || !e.opts.leases() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := e.st.GetRun(ctx, id); err != nil || !r.Status.Settled() {
+		return
+	}
+	if err := lf.ForgetLeases(ctx, []string{leaseName(id), leaseName(stepKey(id))}); err != nil {
+		e.log.Warn("forget leases", "run", id, "err", err)
+	}
+}

@@ -162,6 +162,10 @@ func TestLeasesKilledOwnersRunIsAdoptedAndItsStepRunsOnce(t *testing.T) {
 			if !strings.Contains(c.journal(id), "took the result step gated's supervisor recorded") {
 				t.Fatalf("the adopter did not take the supervisor's result:\n%s", c.journal(id))
 			}
+			// Settled, the run's leases are forgotten: no row per run stays.
+			within(t, 30*time.Second, "the settled run's leases are forgotten", func() bool {
+				return v.lease("run:"+id).Name == "" && v.lease("step:"+id).Name == ""
+			})
 		})
 	}
 }
