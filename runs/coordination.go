@@ -171,3 +171,19 @@ func (e *Engine) forgetLeases(id string) {
 		e.log.Warn("forget leases", "run", id, "err", err)
 	}
 }
+
+// leasedWorker returns the pid holding the worker duty's lease (leases
+// mode: no lock file), and whether it is current.
+func leasedWorker(st any) (int, bool) {
+	ls, ok := st.(store.LeaseStore)
+	if !ok {
+		return 0, false
+	}
+	l, err := ls.GetLease(context.Background(), "worker")
+	// A flocked lease's holder held the lock file, which is free: it
+	// ended, whatever its lease says until it expires.
+	if err != nil || l.Flocked || !l.Held(time.Now()) {
+		return 0, false
+	}
+	return l.PID, true
+}
