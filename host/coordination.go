@@ -82,6 +82,7 @@ func (h *Host) dutyLease() time.Duration {
 func (h *Host) coordinate(cfg Config, o *runs.Options) {
 	h.mode = h.coordination(cfg)
 	o.Coordination, o.Leases = h.mode, h.Settings.Coordination.times()
+	o.StoreRef = h.stepRef // set by whoever opened another backend, with its opener registered below
 	if _, ok := h.Store.(*sqlite.Store); ok {
 		o.StoreRef = runs.StoreRef{Kind: "sqlite", Source: h.Workspace.DBPath()}
 	}
@@ -93,7 +94,9 @@ func (h *Host) coordinate(cfg Config, o *runs.Options) {
 
 // A step supervisor of leases mode opens the store to renew its step's
 // lease; registering the opener here is also where such a supervisor
-// begins (see runs.RegisterStoreOpener).
+// begins (see runs.RegisterStoreOpener). A shared backend (PostgreSQL)
+// registers its own opener the same way and sets h.stepRef when it opens
+// the store: its URL and workspace id as the opener reads them.
 func init() {
 	runs.RegisterStoreOpener("sqlite", func(ctx context.Context, path string) (runs.StepStore, error) {
 		return sqlite.Open(ctx, path, sqlite.Options{})

@@ -107,6 +107,7 @@ type Host struct {
 	scratch string // a dry run's private locks folder, outside the state root
 	clk     clock.Clock
 	mode    string                   // runs.CoordinationLocks or runs.CoordinationLeases (coordination.go)
+	stepRef runs.StoreRef            // what step supervisors open in leases mode, for a store other than SQLite
 	peer    atomic.Pointer[peerBeat] // this process's registration as a live peer, while started (peers.go)
 
 	mu      sync.Mutex

@@ -15,12 +15,13 @@ import (
 
 // A started host registers itself as a live peer of its workspace
 // (store.PeerStore) and renews that by heartbeat until Stop, so `status`
-// lists the peers of every machine. On one machine the lock files say
-// who is alive too, so the heartbeat is slow there; in leases mode it
-// goes at the leases' pace.
+// lists the peers of every machine. On one machine a peer that died is
+// told by its pid (status checks the pids of its own machine), so the
+// heartbeat is slow there, a write every 30 s; in leases mode it goes at
+// the leases' pace.
 const (
-	peerLocksTTL   = 30 * time.Second
-	peerLocksRenew = 10 * time.Second
+	peerLocksTTL   = 90 * time.Second
+	peerLocksRenew = 30 * time.Second
 )
 
 // peerBeat is a host's registration and its heartbeat.

@@ -146,11 +146,44 @@ func withLeases(st any, isHeld func(string) (bool, error)) func(string) (bool, e
 	if !ok {
 		return isHeld
 	}
-	leased := newLeaseLocker(ls, nil, LeaseTimes{}, 0, nil)
+	leased := newLeaseLocker(ls, nil, LeaseTimes{})
 	return func(id string) (bool, error) {
 		if held, err := isHeld(id); err != nil || held {
 			return held, err
 		}
 		return leased.isHeld(id)
 	}
+}
+
+// forgetLeases deletes the released leases of run id once it settled
+// (leases mode): they would never be taken again.
+func (e *Engine) forgetLeases(id string) {
+	lf, ok := e.st.(store.LeaseForgetter)
+	if !ok || !e.opts.leases() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := e.st.GetRun(ctx, id); err != nil || !r.Status.Settled() {
+		return
+	}
+	if err := lf.ForgetLeases(ctx, []string{leaseName(id), leaseName(stepKey(id))}); err != nil {
+		e.log.Warn("forget leases", "run", id, "err", err)
+	}
+}
+
+// leasedWorker returns the pid holding the worker duty's lease (leases
+// mode: no lock file), and whether it is current.
+func leasedWorker(st any) (int, bool) {
+	ls, ok := st.(store.LeaseStore)
+	if !ok {
+		return 0, false
+	}
+	l, err := ls.GetLease(context.Background(), "worker")
+	// A flocked lease's holder held the lock file, which is free: it
+	// ended, whatever its lease says until it expires.
+	if err != nil || l.Flocked || !l.Held(time.Now()) {
+		return 0, false
+	}
+	return l.PID, true
 }

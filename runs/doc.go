@@ -163,5 +163,7 @@
 // process.go (process groups), env.go (the run's environment), secrets.go
 // and redact.go (secrets and their redaction), stall.go (why a run waits
 // on nobody), stepsup_*.go (the step supervisor: main,
-// spawn and watch, attach, the step file, processes).
+// spawn and watch, attach, the step file, processes, its lease),
+// coordination.go and locker_lease.go (leases mode, for several machines:
+// runs and steps held by store leases instead of lock files).
 package runs

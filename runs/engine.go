@@ -202,7 +202,7 @@ func New(opts Options) (*Engine, error) {
 		e.locker = &fileLocker{dir: opts.Workspace.LocksDir()}
 	}
 	if opts.leases() {
-		e.locker = newLeaseLocker(opts.Store, e.clk, opts.Leases, e.pid, e.log)
+		e.locker = newLeaseLocker(opts.Store, e.clk, opts.Leases)
 	}
 	if opts.Journals != nil {
 		e.journals = newStoreJournals(opts.Journals, opts.Workspace.OutputDir(), e.changed)

@@ -29,8 +29,13 @@ func TestMain(m *testing.M) { reexec.Main(m, "CAIRN_RUNS_CHILD", child) }
 //	follow  launch like launch, then follow it (resuming it when answered)
 //	        until it settles; exit 0 when it succeeded
 //	worker  run the peer loop until SIGTERM
+//	pgpeer  run a leases-mode peer loop on PostgreSQL until SIGTERM
+//	        (leases_pg_test.go)
 func child(mode string) int {
 	syscall.Umask(0o077)
+	if mode == "pgpeer" {
+		return pgPeer() // leases_pg_test.go
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	ws, err := workspace.Resolve(os.Getenv("CAIRN_TEST_WS"), os.Getenv("CAIRN_TEST_WS"), os.Getenv("CAIRN_TEST_STATE"))

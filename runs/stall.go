@@ -64,6 +64,9 @@ func (c stallCheck) peerHint() string {
 		return ""
 	}
 	h, held, err := locks.Describe(c.locksDir, "worker")
+	if err == nil && !held {
+		h.PID, held = leasedWorker(c.st) // a lease-only worker holds no lock file
+	}
 	switch {
 	case err != nil:
 		return ""

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/ids"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 )
@@ -52,17 +50,14 @@ type tableStepLock struct{ *locks.KeyLock }
 
 func (tableStepLock) confirm() error { return nil }
 
-// leaseStepLock is a step's lease, renewed in the background.
+// leaseStepLock is a step's lease: a lease-only locks.Duty renewed in the
+// background, and a watch of the run's cancel request.
 type leaseStepLock struct {
 	st        StepStore
-	spec      stepLeaseSpec
+	h         *locks.Holding
 	runID     string
+	every     time.Duration           // how often the cancel request is read
 	interrupt context.CancelCauseFunc // stops the command
-
-	mu      sync.Mutex // guards lease and lost; held across a renewal
-	lease   store.Lease
-	renewed time.Time
-	lost    error
 
 	stop, done chan struct{}
 	once       sync.Once
@@ -81,20 +76,20 @@ func lockStepLease(ctx context.Context, spec stepSpec, interrupt context.CancelC
 	if err != nil {
 		return nil, fmt.Errorf("lock step %s: open store: %w", spec.Step, err)
 	}
-	name, holder := stepKey(spec.RunID), ids.New("hold")
+	locker := newLeaseLocker(st, nil, LeaseTimes{Length: ls.Length, Renew: ls.Renew})
+	key := stepKey(spec.RunID)
 	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
-		cur, err := st.GetLease(ctx, name)
-		if errors.Is(err, store.ErrNotFound) || err == nil && !cur.Held(time.Now()) {
-			var l store.Lease
-			l, err = st.TakeLease(ctx, store.LeaseParams{Name: name, Holder: holder, PID: os.Getpid(), TTL: ls.Length})
-			if err == nil {
-				h := &leaseStepLock{st: st, spec: *ls, runID: spec.RunID, interrupt: interrupt, lease: l, renewed: time.Now(),
+		held, err := locker.isHeld(key) // a read: no write while another holds it
+		if err == nil && !held {
+			var h *locks.Holding
+			if h, err = locker.duty(key).TryTake(ctx); err == nil {
+				l := &leaseStepLock{st: st, h: h, runID: spec.RunID, every: min(ls.Renew, time.Second), interrupt: interrupt,
 					stop: make(chan struct{}), done: make(chan struct{})}
-				go h.watch()
-				return h, nil
+				go l.watch()
+				return l, nil
 			}
 		}
-		if err != nil && !errors.Is(err, store.ErrLeaseHeld) && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, locks.ErrHeld) {
 			st.Close()
 			return nil, fmt.Errorf("lock step %s: %w", spec.Step, err)
 		}
@@ -107,67 +102,49 @@ func lockStepLease(ctx context.Context, spec stepSpec, interrupt context.CancelC
 	}
 }
 
-// watch renews the lease every Renew and looks for a cancel request at
-// least every second, until Unlock.
-func (h *leaseStepLock) watch() {
-	defer close(h.done)
-	t := time.NewTicker(min(h.spec.Renew, time.Second))
+// watch reads the run's cancel request every few hundred milliseconds (at
+// most a second), and stops the command when the request is there or the
+// lease was lost, until Unlock.
+func (l *leaseStepLock) watch() {
+	defer close(l.done)
+	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
 		select {
-		case <-h.stop:
+		case <-l.stop:
+			return
+		case <-l.h.Lost():
+			l.interrupt(fmt.Errorf("%w: %v", errStepLeaseLost, l.h.Err()))
 			return
 		case <-t.C:
 		}
-		if cs, err := h.st.RunClaims(context.Background(), []string{h.runID}); err == nil && len(cs) == 1 && cs[0].CancelRequested {
-			h.interrupt(errCancelRequested)
-		}
-		h.mu.Lock()
-		due := time.Since(h.renewed) >= h.spec.Renew
-		h.mu.Unlock()
-		if due {
-			if err := h.renew(); errors.Is(err, errStepLeaseLost) {
-				h.interrupt(err)
-			}
+		if cs, err := l.st.RunClaims(context.Background(), []string{l.runID}); err == nil && len(cs) == 1 && cs[0].CancelRequested {
+			l.interrupt(errCancelRequested)
 		}
 	}
 }
 
-// renew renews the lease now; errStepLeaseLost once another took it.
-func (h *leaseStepLock) renew() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.lost != nil {
-		return h.lost
-	}
-	now := time.Now()
-	l, err := h.st.TakeLease(context.Background(), store.LeaseParams{Name: h.lease.Name, Holder: h.lease.Holder, PID: os.Getpid(),
-		Epoch: h.lease.Epoch, Now: now, TTL: h.spec.Length})
+// confirm renews the lease now. A store that cannot answer is no loss as
+// long as the latest renewal is recent enough that nobody can have taken
+// the lease over.
+func (l *leaseStepLock) confirm() error {
+	err := l.h.Renew(context.Background())
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
-		h.lost = fmt.Errorf("%w: %v", errStepLeaseLost, err)
-		return h.lost
-	case err != nil:
-		return err // the lease holds while nobody takes it over: next time
+		return fmt.Errorf("%w: %v", errStepLeaseLost, err)
+	case err != nil && !l.h.Current():
+		return fmt.Errorf("confirm the step's lease: %w", err)
 	}
-	h.lease, h.renewed = l, now
 	return nil
 }
 
-func (h *leaseStepLock) confirm() error { return h.renew() }
-
-// Unlock stops the renewals, releases the lease and closes the store.
-func (h *leaseStepLock) Unlock() error {
+// Unlock stops the watch, releases the lease and closes the store.
+func (l *leaseStepLock) Unlock() error {
 	var err error
-	h.once.Do(func() {
-		close(h.stop)
-		<-h.done
-		h.mu.Lock()
-		if h.lost == nil {
-			err = h.st.ReleaseLease(context.Background(), h.lease.Fence())
-		}
-		h.mu.Unlock()
-		err = errors.Join(err, h.st.Close())
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
+		err = errors.Join(l.h.Release(), l.st.Close())
 	})
 	return err
 }

@@ -47,6 +47,7 @@ func (e *Engine) startExecution(id string, lock unlocker, claimed *store.Run, la
 		}
 		cancel(nil)
 		lock.Unlock()
+		e.forgetLeases(id)
 		e.changed(id)
 		e.kickLoop()
 	}()

@@ -21,6 +21,7 @@ func Run(t *testing.T, newStore NewFunc) {
 	t.Run("sessions", func(t *testing.T) { t.Parallel(); testSessions(t, newStore) })
 	t.Run("leases", func(t *testing.T) { t.Parallel(); testLeases(t, newStore) })
 	t.Run("peers", func(t *testing.T) { t.Parallel(); testPeers(t, newStore) })
+	t.Run("forget leases", func(t *testing.T) { t.Parallel(); testForgetLeases(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { t.Parallel(); testOutbox(t, newStore) })
 	t.Run("audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore) })
 	t.Run("journals", func(t *testing.T) { t.Parallel(); testJournals(t, newStore) })

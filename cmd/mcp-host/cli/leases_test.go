@@ -21,7 +21,7 @@ import (
 // share one database coordinate as peers on several machines must, with
 // store leases instead of lock files. Short leases keep the tests fast.
 
-const leaseYAML = "coordination:\n  mode: leases\n  lease: 2s\n  renew: 400ms\n"
+const leaseYAML = "coordination:\n  mode: leases\n  lease: 3s\n  renew: 500ms\n"
 
 // gatedStepYAML logs the start and end of its step around a wait for the
 // file go; it is safe to repeat, so an adopter that did not see its live
@@ -126,9 +126,10 @@ func TestLeasesKilledOwnersRunIsAdoptedAndItsStepRunsOnce(t *testing.T) {
 			b := c.startPeer("serve")
 			within(t, 30*time.Second, "serve is up", func() bool { return strings.Contains(b.log(), "serving MCP over stdio") })
 
+			// Read before the kill: a later renewal only moves the expiry on.
+			last := v.lease("run:" + id)
 			a.signal(t, syscall.SIGKILL)
 			_ = a.Cmd.Wait()
-			last := v.lease("run:" + id) // the dead owner's last renewal
 			step := v.lease("step:" + id)
 			if !step.Held(time.Now()) || step.PID == a.pid() || step.PID == b.pid() || !processAlive(step.PID) {
 				t.Fatalf("step lease after the owner's death: %+v; want held by its live supervisor", step)
@@ -162,6 +163,10 @@ func TestLeasesKilledOwnersRunIsAdoptedAndItsStepRunsOnce(t *testing.T) {
 			if !strings.Contains(c.journal(id), "took the result step gated's supervisor recorded") {
 				t.Fatalf("the adopter did not take the supervisor's result:\n%s", c.journal(id))
 			}
+			// Settled, the run's leases are forgotten: no row per run stays.
+			within(t, 30*time.Second, "the settled run's leases are forgotten", func() bool {
+				return v.lease("run:"+id).Name == "" && v.lease("step:"+id).Name == ""
+			})
 		})
 	}
 }

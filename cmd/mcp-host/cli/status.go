@@ -213,6 +213,7 @@ func readStore(ctx context.Context, p string, st *workspaceStatus) error {
 	if st.Peers, err = s.LivePeers(ctx, time.Now(), maxPeersShown); err != nil {
 		return err
 	}
+	st.Peers = livePeers(st.Peers)
 	if st.Counts, err = s.Counts(ctx); err != nil {
 		return err
 	}

@@ -63,8 +63,6 @@ user unit or launchd to keep one up.`,
 					n, err := automations.CountEnabled(ctx, re.Store)
 					return n > 0, err
 				}},
-				// Registered as a live peer: status lists it from any machine.
-				{Name: "peer", Start: re.RegisterPeer, Stop: re.EndPeer, Busy: func(context.Context) (bool, error) { return false, nil }},
 			}
 			// The workflow files' on: triggers first, so that an idle check
 			// before the scheduler's first pass counts them.
@@ -73,6 +71,10 @@ user unit or launchd to keep one up.`,
 			}
 			ctx, stopServing := re.UntilFailed(ctx) // a vanished database ends the worker with its error
 			defer stopServing()
+			// A live peer from now on (status lists it from any machine),
+			// registered before the duty is taken: its writes come first.
+			re.RegisterPeer(ctx) //nolint:errcheck // returns nil
+			defer re.EndPeer()
 			err = e.runWorker(ctx, re.Workspace, re.Worker, idle, parts)
 			if failed := re.Failed(); failed != nil {
 				return failed
