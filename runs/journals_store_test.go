@@ -243,4 +243,9 @@ func TestSupervisedStepWritesToTheDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(te.ws.OutputDir(), r.ID+journalExt)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a journal file was written: %v", err)
 	}
+	var chunks int
+	if err := pg.Pool().QueryRow(ctx, "SELECT count(*) FROM journal_chunks WHERE run_id = $1", r.ID).Scan(&chunks); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records in %d chunks (appends)", len(got), chunks)
 }
