@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,8 +27,13 @@ type machine struct {
 
 func newMachines(t *testing.T, n int, workflows map[string]string) []*machine {
 	t.Helper()
-	url := pgtest.URL(t)
-	config := fmt.Sprintf("workspace_id: %s\nstore:\n  url: %q\n", strings.ReplaceAll(pgtest.WorkspaceID(), "_", "-"), url)
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A password the server (trust auth) ignores and no output may show.
+	u.User = url.UserPassword(u.User.Username(), sharedPassword)
+	config := fmt.Sprintf("workspace_id: %s\nstore:\n  url: %q\n", strings.ReplaceAll(pgtest.WorkspaceID(), "_", "-"), u.String())
 	var out []*machine
 	for range n {
 		m := &machine{t: t, root: t.TempDir(), state: filepath.Join(t.TempDir(), "state")}
@@ -47,6 +53,9 @@ func newMachines(t *testing.T, n int, workflows map[string]string) []*machine {
 	}
 	return out
 }
+
+// sharedPassword is in the machines' database URL.
+const sharedPassword = "pw-never-shown"
 
 // command is mcp-host (this test binary standing in for it) as a process
 // on machine m.
@@ -133,6 +142,9 @@ func TestWatchFromAnotherMachine(t *testing.T) {
 	if err := run.Wait(); err != nil {
 		t.Fatalf("run on machine a: %v\n%s", err, runErr.String())
 	}
+	if strings.Contains(runErr.String()+watchErr.String(), sharedPassword) {
+		t.Fatalf("the password is in a log:\n%s\n%s", runErr.String(), watchErr.String())
+	}
 	if err := watch.Wait(); err != nil {
 		t.Fatalf("watch on machine b: %v\n%s\n%s", err, watchErr.String(), watchOut.String())
 	}
@@ -153,6 +165,11 @@ func TestWatchFromAnotherMachine(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a.state, "output", id+".jsonl")); err == nil {
 		t.Fatal("machine a wrote a journal file: the journal belongs in the database")
+	}
+	// status on machine a names the database and counts the run there.
+	status := a.output("status")
+	if !strings.Contains(status, "  store       postgres ") || !strings.Contains(status, "runs 1 ·") || strings.Contains(status, sharedPassword) {
+		t.Fatalf("status on machine a:\n%s", status)
 	}
 }
 
