@@ -190,11 +190,11 @@ func New(opts Options) (*Engine, error) {
 		e.inlineJournals = true
 		e.locker = &fileLocker{dir: opts.Workspace.LocksDir()}
 	}
-	if opts.Journals != nil {
-		e.journals = newStoreJournals(opts.Journals, opts.Workspace.OutputDir(), e.changed)
-	}
 	if e.opts.DiskGuard == nil && !opts.InMemory {
 		e.opts.DiskGuard = &diskfree.Guard{Path: opts.Workspace.StateDir}
+	}
+	if opts.Journals != nil {
+		e.journals = newStoreJournals(opts.Journals, opts.Workspace.OutputDir(), e.changed)
 	}
 	e.base, e.cancel = context.WithCancelCause(context.Background())
 	return e, nil

@@ -32,6 +32,10 @@ import (
 // stepSpec is what a supervisor is told to run, sent on its standard
 // input (never in argv or in its environment, which others can read).
 type stepSpec struct {
+	// Journals, when set, is where the run's journal is kept: the
+	// supervisor appends to the database, not to a local file.
+	Journals *JournalDatabase `json:"journals,omitempty"`
+
 	RunID         string        `json:"run_id"`
 	Step          string        `json:"step"`
 	Attempt       int           `json:"attempt"`
@@ -53,9 +57,6 @@ type stepSpec struct {
 	// lines to the call's output file (outputFilePath) instead of the
 	// journal, and the journal's output_file records.
 	OutputFile bool `json:"output_file,omitempty"`
-	// Journals, when set, is where the run's journal is kept: the
-	// supervisor appends to the database, not to a local file.
-	Journals *JournalDatabase `json:"journals,omitempty"`
 }
 
 // stepState is the step file: the supervised call, who runs it and, once
