@@ -32,6 +32,10 @@ const maxConfigBytes = 1 << 20
 // an unknown key is an error, so a misspelt setting is never silently
 // ignored.
 type Settings struct {
+	// WorkspaceID names the workspace on every machine (store_open.go):
+	// its state folder and its PostgreSQL schema; required with store.url.
+	WorkspaceID string `yaml:"workspace_id"`
+
 	Sessions  SessionSettings   `yaml:"sessions"`
 	Journal   JournalSettings   `yaml:"journal"`
 	Retention RetentionSettings `yaml:"retention"`
@@ -45,9 +49,6 @@ type Settings struct {
 	Automations AutomationSettings `yaml:"automations"`
 	// Coordination is the coordination: section (coordination.go).
 	Coordination CoordinationSettings `yaml:"coordination"`
-	// WorkspaceID names the workspace on every machine (store_open.go):
-	// its state folder and its PostgreSQL schema; required with store.url.
-	WorkspaceID string `yaml:"workspace_id"`
 }
 
 // AutomationSettings is the automations: section.
@@ -152,6 +153,9 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 	if n := s.Sessions.MaxArchives; n != nil && *n < 0 {
 		return s, fmt.Errorf("read config %s: sessions.max_archives is %d; use 0 (keep all) or more", p, *n)
 	}
+	if err := s.checkShared(); err != nil {
+		return s, fmt.Errorf("read config %s: %w", p, err)
+	}
 	if err := s.Journal.check(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
@@ -177,9 +181,6 @@ func LoadSettings(ws *workspace.Workspace) (Settings, error) {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if err := s.Coordination.check(); err != nil {
-		return s, fmt.Errorf("read config %s: %w", p, err)
-	}
-	if err := s.checkShared(); err != nil {
 		return s, fmt.Errorf("read config %s: %w", p, err)
 	}
 	if n := s.Automations.PauseAfterFailures; n != nil && (*n < 0 || *n > maxPauseAfter) {

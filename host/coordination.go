@@ -2,13 +2,11 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
@@ -86,10 +84,6 @@ func (h *Host) coordinate(cfg Config, o *runs.Options) {
 	if _, ok := h.Store.(*sqlite.Store); ok {
 		o.StoreRef = runs.StoreRef{Kind: "sqlite", Source: h.Workspace.DBPath()}
 	}
-	if h.shared != nil {
-		src, _ := json.Marshal(h.shared) // strings only: cannot fail
-		o.StoreRef = runs.StoreRef{Kind: "postgres", Source: string(src)}
-	}
 }
 
 // A step supervisor of leases mode opens the store to renew its step's
@@ -100,18 +94,5 @@ func (h *Host) coordinate(cfg Config, o *runs.Options) {
 func init() {
 	runs.RegisterStoreOpener("sqlite", func(ctx context.Context, path string) (runs.StepStore, error) {
 		return sqlite.Open(ctx, path, sqlite.Options{})
-	})
-	// A PostgreSQL supervisor's source is its SharedStore as JSON; a
-	// small pool does, as it only renews a lease and reads a cancel.
-	runs.RegisterStoreOpener("postgres", func(ctx context.Context, src string) (runs.StepStore, error) {
-		var sh SharedStore
-		if err := json.Unmarshal([]byte(src), &sh); err != nil {
-			return nil, fmt.Errorf("open shared store: decode its reference: %w", err)
-		}
-		st, err := postgres.Open(ctx, postgres.Config{URL: sh.URL, WorkspaceID: sh.WorkspaceID, MaxConns: 2})
-		if err != nil {
-			return nil, sh.RedactError(err)
-		}
-		return st, nil
 	})
 }

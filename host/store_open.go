@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -244,7 +245,27 @@ func (h *Host) openShared(ctx context.Context, cfg Config, now time.Time, sh *Sh
 		return sh.RedactError(fmt.Errorf("open the shared store (%s, from %s): %w", sh.Describe(), sh.source(), err))
 	}
 	h.Store, h.shared = st, sh
+	src, _ := json.Marshal(sh) // strings only: cannot fail
+	h.stepRef = runs.StoreRef{Kind: "postgres", Source: string(src)}
 	return nil
+}
+
+// A leases-mode step supervisor of a shared store opens it from its
+// SharedStore as JSON (h.stepRef, on the supervisor's standard input); a
+// small pool does, as it only renews a lease, reads a cancel and records
+// its step state.
+func init() {
+	runs.RegisterStoreOpener("postgres", func(ctx context.Context, src string) (runs.StepStore, error) {
+		var sh SharedStore
+		if err := json.Unmarshal([]byte(src), &sh); err != nil {
+			return nil, fmt.Errorf("open shared store: decode its reference: %w", err)
+		}
+		st, err := postgres.Open(ctx, postgres.Config{URL: sh.URL, WorkspaceID: sh.WorkspaceID, MaxConns: 2})
+		if err != nil {
+			return nil, sh.RedactError(err)
+		}
+		return st, nil
+	})
 }
 
 // shareRuns points the run engine at the shared store's journals, and is

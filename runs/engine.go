@@ -204,11 +204,11 @@ func New(opts Options) (*Engine, error) {
 	if opts.leases() {
 		e.locker = newLeaseLocker(opts.Store, e.clk, opts.Leases)
 	}
-	if opts.Journals != nil {
-		e.journals = newStoreJournals(opts.Journals, opts.Workspace.OutputDir(), e.changed)
-	}
 	if e.opts.DiskGuard == nil && !opts.InMemory {
 		e.opts.DiskGuard = &diskfree.Guard{Path: opts.Workspace.StateDir}
+	}
+	if opts.Journals != nil {
+		e.journals = newStoreJournals(opts.Journals, opts.Workspace.OutputDir(), e.changed)
 	}
 	e.base, e.cancel = context.WithCancelCause(context.Background())
 	return e, nil

@@ -61,34 +61,34 @@ type storeJournal struct {
 	cond     *sync.Cond // signalled when an append ends
 	pending  []byte
 	flushing bool
-	err      error // the first append that failed
+	err      error // an append that failed, until write or sync says so
 }
 
 // write queues line (whole records) for the store and returns; it waits
 // only while storePending bytes are queued. An error is that of an
-// earlier append.
+// earlier append (whose records are lost, as a failed write to a file
+// loses its line), said once; later appends go on.
 func (w *storeJournal) write(line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for len(w.pending) >= storePending && w.flushing {
 		w.cond.Wait()
 	}
-	if w.err != nil {
-		return w.err
-	}
+	err := w.err // an append that failed since the last call: said once
+	w.err = nil
 	w.pending = append(w.pending, line...)
 	if !w.flushing {
 		w.flushing = true
 		go w.flush()
 	}
-	return nil
+	return err
 }
 
 // flush appends what is queued, a chunk at a time, until nothing is.
 func (w *storeJournal) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.pending) > 0 && w.err == nil {
+	for len(w.pending) > 0 {
 		n := chunkEnd(w.pending, storeChunk)
 		chunk := w.pending[:n:n]
 		w.mu.Unlock()
@@ -101,8 +101,7 @@ func (w *storeJournal) flush() {
 			w.pending = nil // let a large buffer go
 		}
 		if err != nil {
-			w.err = err
-			w.pending = nil
+			w.err = err // that chunk's records are lost; the next go on
 		}
 		if w.j.stored != nil && err == nil {
 			w.mu.Unlock()
@@ -142,7 +141,9 @@ func (w *storeJournal) sync() error {
 	for w.flushing {
 		w.cond.Wait()
 	}
-	return w.err
+	err := w.err
+	w.err = nil
+	return err
 }
 
 func (w *storeJournal) close() error { return w.sync() }

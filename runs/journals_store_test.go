@@ -243,4 +243,56 @@ func TestSupervisedStepWritesToTheDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(te.ws.OutputDir(), r.ID+journalExt)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a journal file was written: %v", err)
 	}
+	var chunks int
+	if err := pg.Pool().QueryRow(ctx, "SELECT count(*) FROM journal_chunks WHERE run_id = $1", r.ID).Scan(&chunks); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records in %d chunks (appends)", len(got), chunks)
+}
+
+// TestStoreJournalWriterGoesOnAfterAFailedAppend: an append the store
+// refuses loses its records and is reported once, by the next write or
+// sync; the records written after it are stored.
+func TestStoreJournalWriterGoesOnAfterAFailedAppend(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	defer st.Close()
+	j := newStoreJournals(&failingJournals{JournalStore: st, fail: 1}, t.TempDir(), nil)
+	f, _ := j.open("run_fail")
+	if err := f.write([]byte("lost\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync(); err == nil {
+		t.Fatal("sync after a refused append: no error")
+	}
+	if err := f.sync(); err != nil {
+		t.Fatalf("the error is said twice: %v", err)
+	}
+	if err := f.write([]byte("kept\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.ReadJournal(context.Background(), "run_fail", 0, 1<<10); err != nil || string(got) != "kept\n" {
+		t.Fatalf("stored %q, %v; want the record after the failure", got, err)
+	}
+}
+
+// failingJournals refuses its first fail appends.
+type failingJournals struct {
+	store.JournalStore
+	mu   sync.Mutex
+	fail int
+}
+
+func (f *failingJournals) AppendJournal(ctx context.Context, id string, data []byte) (int64, error) {
+	f.mu.Lock()
+	refuse := f.fail > 0
+	f.fail--
+	f.mu.Unlock()
+	if refuse {
+		return 0, errors.New("database unreachable")
+	}
+	return f.JournalStore.AppendJournal(ctx, id, data)
 }

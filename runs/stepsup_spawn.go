@@ -138,6 +138,7 @@ func (x *execution) superviseStep(st *workflows.Step, pos, starts int, spec proc
 	x.j.sync()
 	ss := x.stepSpec(st, pos, spec)
 	ss.Starts = starts
+	ss.Journals = x.e.opts.JournalDatabase
 	s, err := x.startSupervisor(ss)
 	if errors.Is(err, errNotStarted) {
 		res.Interrupted = context.Cause(x.ctx)
@@ -214,6 +215,5 @@ func (x *execution) stepSpec(st *workflows.Step, pos int, p procSpec) stepSpec {
 		OutputCap: p.cap, LineCap: p.lineCap, JournalRunCap: x.e.opts.JournalRunCap,
 		OutputDir: x.e.ws.OutputDir(), LocksDir: x.e.ws.LocksDir(), Redact: p.Redact,
 		OutputFile: st.Output == workflows.OutputFile, Lease: x.e.stepLeaseSpec(),
-		Journals: x.e.opts.JournalDatabase,
 	}
 }

@@ -32,6 +32,10 @@ import (
 // stepSpec is what a supervisor is told to run, sent on its standard
 // input (never in argv or in its environment, which others can read).
 type stepSpec struct {
+	// Journals, when set, is where the run's journal is kept: the
+	// supervisor appends to the database, not to a local file.
+	Journals *JournalDatabase `json:"journals,omitempty"`
+
 	RunID         string        `json:"run_id"`
 	Step          string        `json:"step"`
 	Attempt       int           `json:"attempt"`
@@ -56,9 +60,6 @@ type stepSpec struct {
 	// Lease, in leases mode, makes the supervisor hold the step's lease
 	// in the store instead of the lock table's key (stepsup_lease.go).
 	Lease *stepLeaseSpec `json:"lease,omitempty"`
-	// Journals, when set, is where the run's journal is kept: the
-	// supervisor appends to the database, not to a local file.
-	Journals *JournalDatabase `json:"journals,omitempty"`
 }
 
 // stepState is the step file: the supervised call, who runs it and, once

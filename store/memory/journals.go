@@ -30,9 +30,12 @@ func (s *Store) AppendJournal(ctx context.Context, runID string, data []byte) (i
 			s.journals = journalsData{}
 		}
 		j := s.journals[runID]
-		if j == nil {
+		if j == nil && len(data) > 0 {
 			j = &journal{}
 			s.journals[runID] = j
+		}
+		if j == nil {
+			return nil // nothing appended to nothing
 		}
 		if len(data) > 0 {
 			j.data = append(j.data, data...)

@@ -20,11 +20,11 @@ var releasedMigrations = map[string]string{
 	"0005_session_archive_messages.sql": "a3e8f39168cbbde6a32281f09d6b320cbd0e33fbd7c00b093446306dc324a704",
 	"0006_retention.sql":                "188f8950e8d2db91ad13139d456bbc8b14ffbd4318e1a764554749122dc816b9",
 	"0008_leases.sql":                   "95cbf2333f9ce2c3c8c5cbc6b3dfd1a0c96202d166b8a3447d455753d96a02dc",
+	"0014_journals.sql":                 "0ebc3be482e488bfae6cdd5c9754d89a2500fe00729e72f7b4cbe6210fd862ea",
 	"0009_principals.sql":               "b78a56e8e89c0bdd1bef2596c6b01f75251d794e236651a5f59adc1e40211ec7",
 	"0010_outbox.sql":                   "d57ec7de252b7a2ef95421e713c948c867722cedc3c2af7adb4b58aabe678a6e",
 	"0012_sliced_compaction.sql":        "6aaf5efdc553c22ad5afbefbea321d62e8d8e6a720efdccc272d66fb180b58c5",
 	"0013_peers.sql":                    "f6054bd97bf095be7d62641e1c9a2813ceb79a50e7c70b73104c9bddce11a01a",
-	"0014_journals.sql":                 "0ebc3be482e488bfae6cdd5c9754d89a2500fe00729e72f7b4cbe6210fd862ea",
 }
 
 func TestMigrationsAreAppendOnly(t *testing.T) {

@@ -15,6 +15,8 @@ type NewFunc func(t *testing.T) store.Store
 
 // Run runs every conformance case against stores made by newStore.
 func Run(t *testing.T, newStore NewFunc) {
+	t.Run("journals", func(t *testing.T) { t.Parallel(); testJournals(t, newStore) })
+	t.Run("memory files", func(t *testing.T) { t.Parallel(); testMemoryFiles(t, newStore) })
 	t.Run("base", func(t *testing.T) { t.Parallel(); testBase(t, newStore) })
 	t.Run("runs", func(t *testing.T) { t.Parallel(); testRuns(t, newStore) })
 	t.Run("automations", func(t *testing.T) { t.Parallel(); testAutomations(t, newStore) })
@@ -24,8 +26,6 @@ func Run(t *testing.T, newStore NewFunc) {
 	t.Run("forget leases", func(t *testing.T) { t.Parallel(); testForgetLeases(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { t.Parallel(); testOutbox(t, newStore) })
 	t.Run("audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore) })
-	t.Run("journals", func(t *testing.T) { t.Parallel(); testJournals(t, newStore) })
-	t.Run("memory files", func(t *testing.T) { t.Parallel(); testMemoryFiles(t, newStore) })
 	t.Run("step states", func(t *testing.T) { t.Parallel(); testStepStates(t, newStore) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,12 +27,17 @@ type machine struct {
 
 func newMachines(t *testing.T, n int, workflows map[string]string) []*machine {
 	t.Helper()
-	url := pgtest.URL(t)
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A password the server (trust auth) ignores and no output may show.
+	u.User = url.UserPassword(u.User.Username(), sharedPassword)
 	wsID := strings.ReplaceAll(pgtest.WorkspaceID(), "_", "-")
-	config := fmt.Sprintf("workspace_id: %s\nstore:\n  url: %q\n", wsID, url)
+	config := fmt.Sprintf("workspace_id: %s\nstore:\n  url: %q\n", wsID, u.String())
 	var out []*machine
 	for range n {
-		m := &machine{t: t, root: t.TempDir(), state: filepath.Join(t.TempDir(), "state"), url: url, wsID: wsID}
+		m := &machine{t: t, root: t.TempDir(), state: filepath.Join(t.TempDir(), "state"), url: u.String(), wsID: wsID}
 		dir := filepath.Join(m.root, ".cairn", "workflows")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
@@ -48,6 +54,9 @@ func newMachines(t *testing.T, n int, workflows map[string]string) []*machine {
 	}
 	return out
 }
+
+// sharedPassword is in the machines' database URL.
+const sharedPassword = "pw-never-shown"
 
 // command is mcp-host (this test binary standing in for it) as a process
 // on machine m.
@@ -134,6 +143,9 @@ func TestWatchFromAnotherMachine(t *testing.T) {
 	if err := run.Wait(); err != nil {
 		t.Fatalf("run on machine a: %v\n%s", err, runErr.String())
 	}
+	if strings.Contains(runErr.String()+watchErr.String(), sharedPassword) {
+		t.Fatalf("the password is in a log:\n%s\n%s", runErr.String(), watchErr.String())
+	}
 	if err := watch.Wait(); err != nil {
 		t.Fatalf("watch on machine b: %v\n%s\n%s", err, watchErr.String(), watchOut.String())
 	}
@@ -154,6 +166,11 @@ func TestWatchFromAnotherMachine(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a.state, "output", id+".jsonl")); err == nil {
 		t.Fatal("machine a wrote a journal file: the journal belongs in the database")
+	}
+	// status on machine a names the database and counts the run there.
+	status := a.output("status")
+	if !strings.Contains(status, "  store       postgres ") || !strings.Contains(status, "runs 1 ·") || strings.Contains(status, sharedPassword) {
+		t.Fatalf("status on machine a:\n%s", status)
 	}
 }
 

@@ -143,7 +143,7 @@ func (e *env) status(ctx context.Context) (statusReport, error) {
 		if st.Here {
 			read = e.readSyncedStore // this workspace's files are at hand: sync their triggers
 		}
-		read = sharedRead(info, dir, &st, read)
+		read = e.sharedRead(info, dir, &st, read)
 		if err := read(ctx, filepath.Join(dir, "state.sqlite3"), &st); err != nil {
 			st.Error = err.Error()
 		}

@@ -19,9 +19,10 @@ type storeRead func(ctx context.Context, p string, st *workspaceStatus) error
 
 // sharedRead names a workspace's store in st and returns how to read it:
 // read for its SQLite file, or a read of the PostgreSQL store its config
-// (or CAIRN_DATABASE_URL) selects. A config that cannot be read leaves
+// (or CAIRN_DATABASE_URL) selects, after syncing the current workspace's
+// triggers as readSyncedStore does. A config that cannot be read leaves
 // read as it is.
-func sharedRead(info workspace.Info, dir string, st *workspaceStatus, read storeRead) storeRead {
+func (e *env) sharedRead(info workspace.Info, dir string, st *workspaceStatus, read storeRead) storeRead {
 	st.Store = "sqlite " + filepath.Join(dir, "state.sqlite3")
 	s, err := host.LoadSettings(&workspace.Workspace{Root: info.Root})
 	if err != nil {
@@ -36,7 +37,14 @@ func sharedRead(info workspace.Info, dir string, st *workspaceStatus, read store
 		return read
 	}
 	st.Store = sh.Describe() + " (workspace " + sh.WorkspaceID + ")"
-	return func(ctx context.Context, _ string, st *workspaceStatus) error { return readShared(ctx, sh, dir, st) }
+	return func(ctx context.Context, _ string, st *workspaceStatus) error {
+		if st.Here {
+			if err := e.withHost(ctx, false, func(h *host.Host) error { e.listingSync(ctx, h); return nil }); err != nil {
+				return err
+			}
+		}
+		return readShared(ctx, sh, dir, st)
+	}
 }
 
 // withSharedHere adds the current workspace to infos when its store is
