@@ -44,13 +44,20 @@ func (p *peer) signal(t *testing.T, sig syscall.Signal) {
 // open (serve serves it) until the test ends, when it is killed.
 func (c *cliWS) startPeer(args ...string) *peer {
 	c.t.Helper()
-	f, err := os.CreateTemp(c.t.TempDir(), "peer-*.log")
+	return startPeerAt(c.t, c.state, c.root, args...)
+}
+
+// startPeerAt starts `mcp-host <args>` for the workspace at root with
+// state root state.
+func startPeerAt(t *testing.T, state, root string, args ...string) *peer {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "peer-*.log")
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer f.Close() // the child has its own descriptor
-	args = append([]string{"--state", c.state, "--workspace", c.root, "--log-level", "info"}, args...)
-	ch := reexec.Start(c.t, reexec.Params{Env: []string{"CAIRN_CLI_MAIN=1"}, Args: args, Stderr: f})
+	args = append([]string{"--state", state, "--workspace", root, "--log-level", "info"}, args...)
+	ch := reexec.Start(t, reexec.Params{Env: []string{"CAIRN_CLI_MAIN=1"}, Args: args, Stderr: f})
 	return &peer{Child: ch, logPath: f.Name()}
 }
 

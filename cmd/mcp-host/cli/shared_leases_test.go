@@ -16,7 +16,6 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/host"
-	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
@@ -55,14 +54,7 @@ func newLeaseMachines(t *testing.T, n int, workflows map[string]string) []*machi
 // killed when the test ends.
 func (m *machine) startPeer(args ...string) *peer {
 	m.t.Helper()
-	f, err := os.CreateTemp(m.t.TempDir(), "peer-*.log")
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	defer f.Close() // the child has its own descriptor
-	args = append([]string{"--state", m.state, "--workspace", m.root, "--log-level", "info"}, args...)
-	ch := reexec.Start(m.t, reexec.Params{Env: []string{"CAIRN_CLI_MAIN=1"}, Args: args, Stderr: f})
-	return &peer{Child: ch, logPath: f.Name()}
+	return startPeerAt(m.t, m.state, m.root, args...)
 }
 
 // openStore opens the machines' shared store, as a host there does.
