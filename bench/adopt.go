@@ -12,11 +12,11 @@ import (
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
-// figAdoption measures figure 8: a run's owner is SIGKILLed while another
+// figAdoption measures figure 5: a run's owner is SIGKILLed while another
 // peer is up; the time until that peer has claimed the run.
 func figAdoption(ctx context.Context, b *bench) error {
-	b.rec.declare(8, "SIGKILL to adopted", "ms", atMost(200))
-	b.rec.note(8, "Owner: `mcp-host run slow` (attached), killed while its step (`sleep 20`, safe to repeat) runs. Peer: `mcp-host worker`, started after the step and holding locks/worker before the kill. Adopted = the run's owner pid in the store is the worker's (polled every millisecond from the harness). The kill comes at a random moment 0–1.2 s after the worker holds its lock, so that the repetitions sample the phase of a peer's adoption period.")
+	b.rec.declare(5, "SIGKILL to adopted", "ms", atMost(200))
+	b.rec.note(5, "Owner: `mcp-host run slow` (attached), killed while its step (`sleep 20`, safe to repeat) runs. Peer: `mcp-host worker`, started after the step and holding locks/worker before the kill. Adopted = the run's owner pid in the store is the worker's (polled every millisecond from the harness). The kill comes at a random moment 0–1.2 s after the worker holds its lock, so that the repetitions sample the phase of a peer's adoption period.")
 	for rep := range b.reps {
 		w, err := newWorkspace(ctx, b.disk.Dir, fmt.Sprintf("adopt-%d", rep))
 		if err != nil {
@@ -27,8 +27,8 @@ func figAdoption(ctx context.Context, b *bench) error {
 		if err != nil {
 			return err
 		}
-		b.rec.add(8, "SIGKILL to adopted", "ms", atMost(200), d)
-		b.logf("fig 8: rep %d: adopted %.1f ms after the kill", rep+1, d)
+		b.rec.add(5, "SIGKILL to adopted", "ms", atMost(200), d)
+		b.logf("fig 5: rep %d: adopted %.1f ms after the kill", rep+1, d)
 		os.RemoveAll(filepath.Dir(w.Dir))
 	}
 	return nil

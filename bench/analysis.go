@@ -13,8 +13,8 @@ import (
 var limits = map[int]func(*recorder) string{
 	1: func(r *recorder) string {
 		disk := ""
-		if v := val(r, 2, "write+fsync 4 KiB"); v != "—" {
-			disk = fmt.Sprintf(" The disk sustains %s of 4 KiB write+fsync (figure 2); group commit puts many runs in one fsync, so the disk is not the limit.", v)
+		if v := val(r, 9, "append 4 KiB + fsync"); v != "—" {
+			disk = fmt.Sprintf(" The disk sustains %s of 4 KiB append+fsync (figure 9); group commit puts many runs in one fsync, so the disk is not the limit.", v)
 		}
 		return fmt.Sprintf("This run: ours %s at FULL and %s at NORMAL, River %s and %s.%s "+
 			"Our limit is the single SQLite writer goroutine: about 100–120 µs of CPU per run (two write operations of some eleven statements, plus the WAL writes) "+
@@ -24,36 +24,37 @@ var limits = map[int]func(*recorder) string{
 			val(r, 1, "diagnostic: ours, FULL, journals"), val(r, 1, "diagnostic: ours, memory store"), val(r, 1, "diagnostic: store write operations"))
 	},
 	3: func(r *recorder) string {
-		return fmt.Sprintf("Not the transport: a ping takes %s over the same pipes, while runs.Engine.Launch alone, in process, takes %s, almost all of it the durable "+
-			"commit of the new run (an fsync at FULL, p50 %s on this disk, plus about 14 page writes), which in a serve also waits behind or shares the commit of the "+
-			"previous run's settle. mcp-go adds roughly 0.2 ms of CPU per call (two JSON decodes and a goroutine per request). Next levers: a cheaper per-call path in "+
-			"the MCP layer, and fewer pages per commit.",
-			val(r, 3, "ping p50"), val(r, 3, "diagnostic: runs.Engine.Launch"), val(r, 2, "latency p50"))
+		return fmt.Sprintf("This run: launch_run p50 %s against a floor of fsync p50 %s + ping p50 %s, p99 %s; runs.Engine.Launch alone, in process, p50 %s. "+
+			"The call is one durable commit of the new run (an fsync at FULL) plus the MCP layer's decode, validation and encode; in a serve the commit also waits "+
+			"behind, or shares, the commit of the previous run's execution.",
+			val(r, 3, "launch_run p50"), val(r, 3, "fsync p50"), val(r, 3, "ping p50"), val(r, 3, "launch_run p99"), val(r, 3, "diagnostic: runs.Engine.Launch"))
 	},
 	4: func(r *recorder) string {
-		return fmt.Sprintf("The scheduler prepares the runs of the next slot about 2 s ahead and commits every fire due at that instant in one store operation (store.FireMany: "+
-			"one transaction, prepared multi-row statements), so all fires land together: the first after %s, the last after %s. What remains is the cost of that one "+
-			"transaction on this 2-core machine, measured inside it: inserting the 1,000 queued runs (each row goes into the runs table and its five indexes) is about half, "+
-			"reading the automations and writing their states most of the rest, the commit itself a few milliseconds. Next levers: a batched run insert (one multi-row "+
-			"statement), and fewer indexes on runs.",
-			val(r, 4, "fire lag min"), val(r, 4, "fire lag max"))
+		return fmt.Sprintf("The scheduler prepares the runs of the next slot about 2 s ahead and commits the fires due at that instant in slices (store.FireMany "+
+			"per slice), so each fire is durable with its own slice: the first after %s, half after %s, the last after %s. What remains is the cost of the "+
+			"transactions on this 2-core machine: each fire inserts its fire row and its queued run (into the runs table and its indexes) and writes its "+
+			"automation's state, and each slice costs a commit (an fsync).",
+			val(r, 4, "fire lag min"), val(r, 4, "fire lag p50"), val(r, 4, "fire lag max"))
 	},
 	5: func(r *recorder) string {
-		return fmt.Sprintf("The append to the big session (%s) costs more than to a small one (%s): look for work proportional to the session's size in sessions.Append "+
-			"(a count or max over its messages instead of the session row's counters, an index that does not start with the session id).",
-			val(r, 5, "one append to the big session"), val(r, 5, "one append to a session of 10"))
-	},
-	6: func(r *recorder) string {
-		return fmt.Sprintf("Start-up with the runs (%s) against an empty store (%s): something reads the runs table on the way to tools/list "+
-			"(adoption at start should use the status index; nothing should read settled runs).", val(r, 6, "with"), val(r, 6, "empty store"))
-	},
-	7: func(r *recorder) string {
-		return fmt.Sprintf("Idle %s, with the automations %s: profile the heap (`go tool pprof -inuse_space`) of a serve holding the scheduler lock; "+
-			"the scheduler should keep one small entry per automation (id, next due), not whole records.", val(r, 7, "RSS idle"), val(r, 7, "RSS with"))
+		return fmt.Sprintf("Adoption took %s (median; spread in the table): a peer looks for runs whose lock is free every runs.Options.AdoptEvery (100 ms), "+
+			"so a dead owner's run waits for the peer's next pass, then one commit to claim it.", val(r, 5, "SIGKILL to adopted"))
 	},
 	8: func(r *recorder) string {
-		return fmt.Sprintf("Adoption took %s (median; spread in the table): a peer looks for runs whose lock is free every runs.Options.AdoptEvery (100 ms), "+
-			"so a dead owner's run waits for the peer's next pass, then one commit to claim it.", val(r, 8, "SIGKILL to adopted"))
+		return fmt.Sprintf("Start-up with the runs (%s) against an empty store (%s), both read from the disk; idle RSS %s, with the automations %s. "+
+			"Something on the way to tools/list reads in proportion to the runs (a count, a listing, an adoption scan that does not use an index), "+
+			"or the heap holds whole records where the scheduler needs one small entry per automation.",
+			val(r, 8, "start to tools/list"), val(r, 8, "empty store"), val(r, 8, "RSS idle"), val(r, 8, "RSS with"))
+	},
+	10: func(r *recorder) string {
+		return fmt.Sprintf("The append to the big session (%s) costs more than to a small one (%s): look for work proportional to the session's size in sessions.Append "+
+			"(a count or max over its messages instead of the session row's counters, an index that does not start with the session id).",
+			val(r, 10, "one append to the big session"), val(r, 10, "one append to a session of 10"))
+	},
+	11: func(r *recorder) string {
+		return fmt.Sprintf("This run: ours %s on PostgreSQL, River at its best setting %s. Each run costs our engine several round trips to the server "+
+			"(create, claim, the step's start, settle), each a transaction the server commits with its own WAL flush unless group commit joins them.",
+			val(r, 11, "ours, PostgreSQL"), val(r, 11, "River at its best"))
 	},
 }
 

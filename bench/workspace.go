@@ -19,7 +19,7 @@ import (
 // noop is the one-step no-op workflow: one step whose condition is false,
 // so the engine evaluates it and records it skipped without starting a
 // process: the closest a workflow file comes to River's no-op worker (a
-// zero sleep is refused, and any exec would measure fork and exec). slow holds its owner for a while (figure 8); its step is
+// zero sleep is refused, and any exec would measure fork and exec). slow holds its owner for a while (figure 5); its step is
 // safe to repeat, so an adopting peer re-runs it without asking, and it
 // carries a marker in its environment so that the harness can find, by
 // pid, the step processes a SIGKILLed owner leaves behind.

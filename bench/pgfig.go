@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// pgEnv names the PostgreSQL server figure 11 runs on (the tests' variable).
+const pgEnv = "CAIRN_TEST_POSTGRES"
+
+// figPostgres measures figure 11: run throughput of Cairn on the
+// PostgreSQL store against River with riverpgxv5, on the same server,
+// River at the best of pgRiverConfigs in each repetition, each side on a
+// fresh database. Which side goes first alternates by repetition.
+func figPostgres(ctx context.Context, b *bench) error {
+	p := throughputParams{Launchers: 16, Jobs: 10_000, Timeout: 3 * time.Minute}
+	if b.short {
+		p.Jobs, p.Timeout = 200, time.Minute
+	}
+	b.rec.declare(11, "ours / River (best setting), PostgreSQL", "×", atLeast(2))
+	raw := os.Getenv(pgEnv)
+	if raw == "" {
+		b.rec.note(11, "Skipped: %s is not set. Run it on a throwaway server: `eval \"$(.ci/postgres.sh start /tmp/cairn-pg)\"`, then `cd bench && go run . -only 11`, then `.ci/postgres.sh stop /tmp/cairn-pg`.", pgEnv)
+		b.logf("fig 11: skipped: %s is not set", pgEnv)
+		return nil
+	}
+	srv, err := openPGServer(ctx, raw)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	b.rec.note(11, "PostgreSQL %s at %s. %s runs (jobs) per measurement, %d concurrent launchers (inserters), a fresh database for each measurement; ours launches the noop workflow through runs.Engine on store/postgres, River inserts no-op jobs worked by a no-op worker (riverpgxv5 on a pgxpool), counted from the first insert to the last completion event.", srv.serverVersion(ctx), srv.admin.Redacted(), count(p.Jobs), p.Launchers)
+	b.rec.note(11, "River's figure per repetition is the best of %d settings measured in it: %s.", len(pgRiverConfigs), riverConfigList(pgRiverConfigs))
+	for rep := range b.reps {
+		var ours, best float64
+		oursFirst := rep%2 == 1
+		for _, side := range []bool{oursFirst, !oursFirst} {
+			if side {
+				v, err := withFreshDB(ctx, srv, "ours", func(url string) (float64, error) { return oursPGThroughput(ctx, b, url, p) })
+				if err != nil {
+					return fmt.Errorf("ours on PostgreSQL: %w", err)
+				}
+				ours = v
+				continue
+			}
+			for i, cfg := range pgRiverConfigs {
+				v, err := withFreshDB(ctx, srv, "river", func(url string) (float64, error) { return riverPGThroughput(ctx, url, p, cfg) })
+				if err != nil {
+					return fmt.Errorf("river (%s): %w", cfg, err)
+				}
+				b.rec.add(11, fmt.Sprintf("River, setting %d", i+1), "jobs/s", goal{}, v)
+				best = max(best, v)
+			}
+		}
+		b.rec.add(11, "ours / River (best setting), PostgreSQL", "×", atLeast(2), ours/best)
+		b.rec.add(11, "ours, PostgreSQL", "runs/s", goal{}, ours)
+		b.rec.add(11, "River at its best setting, PostgreSQL", "jobs/s", goal{}, best)
+		b.logf("fig 11: rep %d: ours %.0f runs/s, River best %.0f jobs/s (%.2f×)", rep+1, ours, best, ours/best)
+	}
+	return nil
+}
+
+// withFreshDB runs measure on a new database of srv and drops it after.
+func withFreshDB(ctx context.Context, srv *pgServer, prefix string, measure func(url string) (float64, error)) (float64, error) {
+	url, drop, err := srv.fresh(ctx, prefix)
+	if err != nil {
+		return 0, err
+	}
+	defer drop()
+	return measure(url)
+}
+
+func riverConfigList(cs []riverConfig) string {
+	s := ""
+	for i, c := range cs {
+		if i > 0 {
+			s += "; "
+		}
+		s += fmt.Sprintf("%d: %s", i+1, c)
+	}
+	return s
+}
