@@ -72,10 +72,14 @@ type Config struct {
 	OnPause     func(a *store.Automation)
 	// Ahead is how long before a cron slot the leader prepares the fires
 	// due at it (builds their runs, computes their next due times), so
-	// that at the slot it only commits them, every fire due at that
-	// instant in one store operation (store.FireMany). Default 2s;
+	// that at the slot it only commits them, in slices of FireSlice
+	// fires per store operation (store.FireMany). Default 2s;
 	// negative: never ahead (each slot is fired by a pass after it).
 	Ahead time.Duration
+	// FireSlice is how many prepared fires one store operation commits
+	// (default 32): smaller slices make the first fires durable sooner,
+	// at the cost of a commit each.
+	FireSlice int
 }
 
 // Scheduler fires automations. Every process may run one; the one holding
@@ -163,6 +167,9 @@ func New(cfg Config) *Scheduler {
 	}
 	if cfg.Ahead == 0 {
 		cfg.Ahead = 2 * time.Second
+	}
+	if cfg.FireSlice <= 0 {
+		cfg.FireSlice = 32
 	}
 	return &Scheduler{
 		cfg:      cfg,

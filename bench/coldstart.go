@@ -33,12 +33,18 @@ func figColdStart(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
+	// A few hundred runs are written through the store API, the rest
+	// copied from them in SQL.
+	viaAPI := min(n-1, max(n/100, 100))
 	tmpl, err := echoTemplate(ctx, full, st)
 	if err == nil {
-		err = seedStepRuns(ctx, full, st, tmpl, n-1)
+		err = seedStepRuns(ctx, full, st, tmpl, viaAPI)
 	}
 	if cerr := st.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = copyRuns(ctx, full, tmpl, n)
 	}
 	if err != nil {
 		return err
@@ -48,8 +54,8 @@ func figColdStart(ctx context.Context, b *bench) error {
 		where = "a file each under the output folder"
 	}
 	b.logf("fig 8: seeded %s runs in %s", count(n), time.Since(t).Round(time.Millisecond))
-	b.rec.note(8, "%s settled runs of a one-step workflow whose step runs `echo` (one real run through the engine, %s more copied from it through the store API: created, claimed, step started, settled with the step's result), each with a ledger entry and a %d-byte journal (%s), seeded in %s. Before each start the database and its WAL are evicted from the page cache (fdatasync, then posix_fadvise POSIX_FADV_DONTNEED; mincore counts what stayed). Each start is a fresh process (the binary is in the page cache after a warm-up start).",
-		count(n), count(n-1), len(tmpl.journal), where, time.Since(t).Round(time.Millisecond))
+	b.rec.note(8, "%s settled runs of a one-step workflow whose step runs `echo` (one real run through the engine; %s more written like it through the store API: created, claimed, step started, settled with the step's result; the rest copied from those in SQL, rows as the store wrote them, with their own ids, times and change numbers, and a journal file each), each with a ledger entry and a %d-byte journal (%s), seeded in %s. Before each start the database and its WAL are evicted from the page cache (fdatasync, then posix_fadvise POSIX_FADV_DONTNEED; mincore counts what stayed). Each start is a fresh process (the binary is in the page cache after a warm-up start).",
+		count(n), count(viaAPI), len(tmpl.journal), where, time.Since(t).Round(time.Millisecond))
 	if _, err := startupTime(ctx, b, empty); err != nil { // warm-up
 		return err
 	}

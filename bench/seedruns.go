@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,4 +125,88 @@ func seedStepRuns(ctx context.Context, w *benchWorkspace, st *sqlite.Store, t *r
 		}
 		return nil
 	})
+}
+
+// copyRuns makes the database of w hold n settled runs of the template
+// by copying the seeded ones (run-seed-*) in SQL, one round of copies at a
+// time: the rows (runs, their ledger entries) exactly as the store wrote
+// them, each copy with its own id (run-copy-<round>-<seeded number>), its
+// times shifted back, the next change numbers, and its own journal file.
+// Seeding 100,000 runs through the store API takes minutes on a shared
+// 2-core machine; copying takes seconds.
+func copyRuns(ctx context.Context, w *benchWorkspace, t *runTemplate, n int) error {
+	db, err := sql.Open("sqlite", sqliteDSN(w.WS.DBPath(), "NORMAL"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var have, base int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM runs").Scan(&have); err != nil {
+		return fmt.Errorf("count runs: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE id >= 'run-seed-' AND id < 'run-seed.'").Scan(&base); err != nil {
+		return fmt.Errorf("count runs: %w", err)
+	}
+	if base == 0 && have < n {
+		return errors.New("copy runs: no seeded run to copy")
+	}
+	for round := 1; have < n; round++ {
+		limit := min(base, n-have)
+		last := fmt.Sprintf("run-seed-%07d", limit-1) // the seeded runs are numbered from 0
+		prefix := fmt.Sprintf("run-copy-%04d-", round)
+		shift := int64(round) * int64(base) * 1000 // ms: each round older than the last
+		if err := copyRound(ctx, db, prefix, last, shift); err != nil {
+			return err
+		}
+		for i := range limit {
+			from, id := fmt.Sprintf("run-seed-%07d", i), fmt.Sprintf("%s%07d", prefix, i)
+			journal := bytes.ReplaceAll(t.journal, []byte(t.run.ID), []byte(id))
+			journal = bytes.ReplaceAll(journal, []byte(from), []byte(id))
+			if err := os.WriteFile(filepath.Join(w.WS.OutputDir(), id+".jsonl"), journal, 0o600); err != nil {
+				return fmt.Errorf("copy journal: %w", err)
+			}
+		}
+		have += limit
+	}
+	var runs, entries int
+	if err := db.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM run_ledger)").Scan(&runs, &entries); err != nil {
+		return fmt.Errorf("count runs: %w", err)
+	}
+	if runs != n || entries < n {
+		return fmt.Errorf("copy runs: %d runs with %d ledger entries, want %d runs with one each at least", runs, entries, n)
+	}
+	return nil
+}
+
+// copyRound copies the seeded runs up to last, with their ledger entries,
+// in one transaction, renaming run-seed-N to prefix+N.
+func copyRound(ctx context.Context, db *sql.DB, prefix, last string, shift int64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var seq int64
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(change_seq), 0) FROM runs").Scan(&seq); err != nil {
+		return err
+	}
+	rename := "?1 || substr(%s, 10)" // after "run-seed-"
+	_, err = tx.ExecContext(ctx, `INSERT INTO runs (id, target, status, input, literals, trigger, session_id, result, error, owner_pid, claim,
+		cancel_requested, question, wake_at, revision, created_at, updated_at, started_at, finished_at, journal, change_seq)
+		SELECT `+fmt.Sprintf(rename, "id")+`, target, status, input, literals, trigger, session_id, result, error, owner_pid, claim || ?1,
+		cancel_requested, question, wake_at, revision, created_at - ?3, updated_at - ?3, started_at - ?3, finished_at - ?3, journal,
+		?4 + row_number() OVER (ORDER BY id)
+		FROM runs WHERE id >= 'run-seed-' AND id <= ?2`, prefix, last, shift, seq)
+	if err != nil {
+		return fmt.Errorf("copy runs: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO run_ledger (run_id, path, position, seq, kind, state, status, starts, detail, result, error,
+		answer, owner_pid, started_at, finished_at)
+		SELECT `+fmt.Sprintf(rename, "run_id")+`, path, position, seq, kind, state, status, starts, detail, result, error,
+		answer, owner_pid, started_at - ?3, finished_at - ?3
+		FROM run_ledger WHERE run_id >= 'run-seed-' AND run_id <= ?2`, prefix, last, shift)
+	if err != nil {
+		return fmt.Errorf("copy ledger entries: %w", err)
+	}
+	return tx.Commit()
 }
