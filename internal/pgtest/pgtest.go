@@ -67,3 +67,8 @@ func randomHex(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// WorkspaceID returns a fresh workspace id: tests that share one database
+// (one URL per test or per package) give each store its own workspace,
+// hence its own schema.
+func WorkspaceID() string { return "test_" + randomHex(6) }
