@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func figLaunchRoundTrip(ctx context.Context, b *bench) error {
 		if err != nil {
 			return err
 		}
-		lat, pings, err := launchCalls(ctx, b, w, calls, warm)
+		rt, err := launchCalls(ctx, b, w, calls, warm)
 		w.cleanup()
 		if err != nil {
 			return err
@@ -73,7 +74,8 @@ func figLaunchRoundTrip(ctx context.Context, b *bench) error {
 		if err != nil {
 			return err
 		}
-		p50, p99, ping := percentile(lat, 50), percentile(lat, 99), percentile(pings, 50)
+		lat := rt.launch
+		p50, p99, ping := percentile(lat, 50), percentile(lat, 99), percentile(rt.ping, 50)
 		b.rec.add(3, overName, "ms", atMost(0.25), p50-(fs+ping))
 		b.rec.add(3, "launch_run p99", "ms", atMost(1.5), p99)
 		b.rec.add(3, "launch_run p50", "ms", goal{}, p50)
@@ -81,51 +83,81 @@ func figLaunchRoundTrip(ctx context.Context, b *bench) error {
 		b.rec.add(3, "ping p50 (the transport alone)", "ms", goal{}, ping)
 		b.rec.add(3, "launch_run max", "ms", goal{}, percentile(lat, 100))
 		b.rec.add(3, "diagnostic: runs.Engine.Launch in process p50", "ms", goal{}, percentile(direct, 50))
+		b.rec.add(3, "diagnostic: get_run p50 (a tool call without a write)", "ms", goal{}, percentile(rt.getRun, 50))
+		b.rec.add(3, "diagnostic: cancel_run of a settled run p50 (refused: a tool call and its audit entry's commit)", "ms", goal{}, percentile(rt.audited, 50))
 		b.logf("fig 3: rep %d: p50 %.3f ms (fsync %.3f + ping %.3f), p99 %.3f ms", rep+1, p50, fs, ping, p99)
 		os.RemoveAll(filepath.Dir(w.Dir))
 	}
 	return nil
 }
 
+// roundTrips are the round trips of one repetition of figure 3, in ms.
+type roundTrips struct {
+	launch  []float64 // launch_run
+	ping    []float64 // ping: the transport alone
+	getRun  []float64 // get_run: a tool call that reads, not audited
+	audited []float64 // cancel_run of a settled run: refused, audited (one commit)
+}
+
 // launchCalls returns the round trips of calls launch_run calls and of as
-// many pings (the same JSON-RPC path without a tool, for comparison).
-func launchCalls(ctx context.Context, b *bench, w *benchWorkspace, calls, warm int) (lat, pings []float64, err error) {
+// many pings (the same JSON-RPC path without a tool), then, as
+// diagnostics, of get_run (the tool path without a write) and of
+// cancel_run of a settled run (the tool path and the audit's commit).
+func launchCalls(ctx context.Context, b *bench, w *benchWorkspace, calls, warm int) (*roundTrips, error) {
 	h, err := serve(ctx, b, w)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer h.stop(10 * time.Second)
 	if _, err := h.call("tools/list", map[string]any{}); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	args := map[string]any{"target": "noop"}
 	for range warm {
 		if _, err := h.callTool("launch_run", args); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	lat = make([]float64, 0, calls)
+	rt := &roundTrips{}
+	var last struct {
+		ID string `json:"id"`
+	}
 	for range calls {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		t := time.Now()
-		if _, err := h.callTool("launch_run", args); err != nil {
-			return nil, nil, err
+		res, err := h.callTool("launch_run", args)
+		if err != nil {
+			return nil, err
 		}
-		lat = append(lat, ms(time.Since(t)))
+		rt.launch = append(rt.launch, ms(time.Since(t)))
+		if err := json.Unmarshal(res.StructuredContent, &last); err != nil || last.ID == "" {
+			return nil, fmt.Errorf("launch_run answered no run id: %s", truncate(string(res.StructuredContent), 200))
+		}
 	}
 	if err := drain(ctx, w, 2*time.Minute); err != nil {
-		return nil, nil, fmt.Errorf("wait for the launched runs to settle: %w", err)
+		return nil, fmt.Errorf("wait for the launched runs to settle: %w", err)
 	}
-	for range calls {
-		t := time.Now()
-		if _, err := h.call("ping", map[string]any{}); err != nil {
-			return nil, nil, err
+	ref := map[string]any{"run_id": last.ID}
+	for _, c := range []struct {
+		method string
+		params any
+		into   *[]float64
+	}{
+		{"ping", map[string]any{}, &rt.ping},
+		{"tools/call", map[string]any{"name": "get_run", "arguments": ref}, &rt.getRun},
+		{"tools/call", map[string]any{"name": "cancel_run", "arguments": ref}, &rt.audited}, // refused: the run settled
+	} {
+		for range calls {
+			t := time.Now()
+			if _, err := h.call(c.method, c.params); err != nil {
+				return nil, err
+			}
+			*c.into = append(*c.into, ms(time.Since(t)))
 		}
-		pings = append(pings, ms(time.Since(t)))
 	}
-	return lat, pings, nil
+	return rt, nil
 }
 
 // launchDirect times Engine.Launch of noop, one at a time, through the Go
