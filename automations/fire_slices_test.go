@@ -12,14 +12,15 @@ import (
 	"github.com/cairnhq/cairn/store"
 )
 
-// The fires prepared for a slot are committed in slices of FireSlice, each
-// fire durable with its own slice, every fire recorded once, at the slot.
+// The fires prepared for a slot are committed in slices, the first of
+// FireSlice fires and each next one twice as big, every fire recorded
+// once, at the slot.
 func TestPreparedSlotIsFiredInSlices(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	cs, _ := e.counted()
 	e.sched.cfg.FireSlice = 2
-	const n = 5
+	const n = 11
 	var as []*store.Automation
 	for i := range n {
 		as = append(as, e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"}))
@@ -29,8 +30,8 @@ func TestPreparedSlotIsFiredInSlices(t *testing.T) {
 	e.tick(slot)
 	batches, singles := cs.counts()
 	slices.Sort(batches)
-	if !slices.Equal(batches, []int{1, 2, 2}) || singles != 0 {
-		t.Fatalf("batches %v and %d single fires, want slices of 2, 2 and 1", batches, singles)
+	if !slices.Equal(batches, []int{2, 4, 5}) || singles != 0 {
+		t.Fatalf("batches %v and %d single fires, want slices of 2, 4 and the 5 left", batches, singles)
 	}
 	for _, a := range as {
 		fs := e.fires(a.ID)
