@@ -15,9 +15,10 @@ const pgEnv = "CAIRN_TEST_POSTGRES"
 // River at the best of pgRiverConfigs in each repetition, each side on a
 // fresh database. Which side goes first alternates by repetition.
 func figPostgres(ctx context.Context, b *bench) error {
-	p := throughputParams{Launchers: 16, Jobs: 10_000, Timeout: 3 * time.Minute}
+	p := throughputParams{Launchers: 16, Jobs: 5_000, Timeout: 3 * time.Minute}
+	commitFor := time.Second
 	if b.short {
-		p.Jobs, p.Timeout = 200, time.Minute
+		p.Jobs, p.Timeout, commitFor = 200, time.Minute, 200*time.Millisecond
 	}
 	b.rec.declare(11, "ours / River (best setting), PostgreSQL", "×", atLeast(2))
 	raw := os.Getenv(pgEnv)
@@ -38,11 +39,21 @@ func figPostgres(ctx context.Context, b *bench) error {
 		oursFirst := rep%2 == 1
 		for _, side := range []bool{oursFirst, !oursFirst} {
 			if side {
-				v, err := withFreshDB(ctx, srv, "ours", func(url string) (float64, error) { return oursPGThroughput(ctx, b, url, p) })
+				var ops float64
+				var waits float64
+				v, err := withFreshDB(ctx, srv, "ours", func(url string) (v float64, err error) {
+					stop := lockWaits(ctx, raw, url)
+					v, ops, err = oursPGThroughput(ctx, b, url, p)
+					waits, _ = stop()
+					return v, err
+				})
 				if err != nil {
 					return fmt.Errorf("ours on PostgreSQL: %w", err)
 				}
 				ours = v
+				b.rec.add(11, "diagnostic: ours, store write transactions per run", "", goal{}, ops)
+				b.rec.add(11, "diagnostic: ours, store write transactions per second", "tx/s", goal{}, ops*v)
+				b.rec.add(11, "diagnostic: ours, share of active server backends waiting for the run_changes row lock (sampled every 10 ms)", "%", goal{}, 100*waits)
 				continue
 			}
 			for i, cfg := range pgRiverConfigs {
@@ -54,6 +65,11 @@ func figPostgres(ctx context.Context, b *bench) error {
 				best = max(best, v)
 			}
 		}
+		commit, err := withFreshDB(ctx, srv, "commit", func(url string) (float64, error) { return pgCommitP50(ctx, url, commitFor) })
+		if err != nil {
+			return fmt.Errorf("commit latency: %w", err)
+		}
+		b.rec.add(11, "diagnostic: one write transaction on this server p50 (UPDATE of one row, one after another)", "ms", goal{}, commit)
 		b.rec.add(11, "ours / River (best setting), PostgreSQL", "×", atLeast(2), ours/best)
 		b.rec.add(11, "ours, PostgreSQL", "runs/s", goal{}, ours)
 		b.rec.add(11, "River at its best setting, PostgreSQL", "jobs/s", goal{}, best)

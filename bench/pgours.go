@@ -43,36 +43,36 @@ func pingServer() (url string, stop func(), err error) {
 // runs.Engine on store/postgres at dbURL from p.Launchers goroutines, and
 // returns runs settled per second from the first launch until every run
 // has settled; every run must have succeeded.
-func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputParams) (float64, error) {
+func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputParams) (rate, opsPerRun float64, err error) {
 	url, stop, err := pingServer()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer stop()
 	dir, err := os.MkdirTemp(b.disk.Dir, "pg-ours-")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	w, err := newWorkspace(ctx, dir, "ws")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer w.cleanup()
 	if err := os.WriteFile(filepath.Join(w.WS.WorkflowsDir(), "ping.yaml"), []byte(pingWorkflow(url)), 0o600); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	st, err := postgres.Open(ctx, postgres.Config{URL: dbURL, WorkspaceID: "bench", MaxConns: 32})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer st.Close()
 	eng, err := runs.New(runs.Options{Store: st, Workspace: w.WS})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := eng.Start(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer eng.Stop()
 	start := time.Now()
@@ -81,16 +81,20 @@ func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputP
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("launch ping: %w", err)
+		return 0, 0, fmt.Errorf("launch ping: %w", err)
 	}
 	if err := waitFor(ctx, p.Timeout, 200*time.Microsecond, func() (bool, error) { return eng.Executing() == 0, nil }); err != nil {
-		return 0, fmt.Errorf("wait for %d runs to settle: %w", p.Jobs, err)
+		return 0, 0, fmt.Errorf("wait for %d runs to settle: %w", p.Jobs, err)
 	}
 	elapsed := time.Since(start)
 	if ok, err := countSucceeded(ctx, st); err != nil || ok != p.Jobs {
-		return 0, fmt.Errorf("%d of %d runs succeeded (%v)", ok, p.Jobs, err)
+		return 0, 0, fmt.Errorf("%d of %d runs succeeded (%v)", ok, p.Jobs, err)
 	}
-	return float64(p.Jobs) / elapsed.Seconds(), nil
+	var ops int
+	if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM cairn_bench.operations").Scan(&ops); err != nil {
+		return 0, 0, fmt.Errorf("count write operations: %w", err)
+	}
+	return float64(p.Jobs) / elapsed.Seconds(), float64(ops) / float64(p.Jobs), nil
 }
 
 // countSucceeded pages through the succeeded runs of st.

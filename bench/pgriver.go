@@ -163,3 +163,74 @@ func countCompletions(ctx context.Context, events <-chan *river.Event, p through
 	}
 	return float64(p.Jobs) / elapsed.Seconds(), nil
 }
+
+// pgCommitP50 is the median time of one write transaction on the server
+// at url, one after another on one connection (an UPDATE of one row and
+// its COMMIT, which waits for the WAL flush): the rate of transactions
+// that all update one row cannot exceed 1 / this.
+func pgCommitP50(ctx context.Context, url string, d time.Duration) (float64, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE TABLE bench_commit (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO bench_commit VALUES (1, 0)"); err != nil {
+		return 0, fmt.Errorf("create commit table: %w", err)
+	}
+	var lat []float64
+	for start := time.Now(); time.Since(start) < d; {
+		t := time.Now()
+		if _, err := conn.Exec(ctx, "UPDATE bench_commit SET n = n + 1 WHERE id = 1"); err != nil {
+			return 0, fmt.Errorf("commit: %w", err)
+		}
+		lat = append(lat, ms(time.Since(t)))
+	}
+	return percentile(lat, 50), nil
+}
+
+// lockWaits samples, every 10 ms until stop is called, the server's active
+// backends on database dbURL's database, and returns the share of them
+// waiting for a lock taken by an update of the run_changes counter row.
+func lockWaits(ctx context.Context, admin, dbURL string) (stop func() (float64, error)) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var waiting, active int
+	var err error
+	go func() {
+		defer close(done)
+		u, perr := url.Parse(dbURL)
+		if perr != nil {
+			err = perr
+			return
+		}
+		conn, cerr := pgx.Connect(ctx, admin)
+		if cerr != nil {
+			err = cerr
+			return
+		}
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var w, a int
+			qerr := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE run_changes%'), count(*)
+				FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND pid <> pg_backend_pid()`, u.Path[1:]).Scan(&w, &a)
+			if qerr == nil {
+				waiting, active = waiting+w, active+a
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() (float64, error) {
+		cancel()
+		<-done
+		if err != nil || active == 0 {
+			return 0, err
+		}
+		return float64(waiting) / float64(active), nil
+	}
+}
