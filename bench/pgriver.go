@@ -20,7 +20,6 @@ import (
 // is against River at its best on this server, not its defaults.
 var pgRiverConfigs = []riverConfig{
 	{MaxWorkers: 100, FetchCooldown: 100 * time.Millisecond, FetchPollInterval: time.Second}, // River's defaults
-	{MaxWorkers: 100, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
 	{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
 	{MaxWorkers: 500, FetchCooldown: 1 * time.Millisecond, FetchPollInterval: 10 * time.Millisecond},
 }
