@@ -21,27 +21,14 @@ func TestPreparedSlotIsFiredInSlices(t *testing.T) {
 	cs, _ := e.counted()
 	e.sched.cfg.FireSlice = 2
 	const n = 11
-	var as []*store.Automation
-	for i := range n {
-		as = append(as, e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"}))
-	}
 	slot := t0.Add(time.Minute)
-	e.tick(slot.Add(-e.sched.cfg.Ahead))
-	e.tick(slot)
+	as := fireOneSlot(e, n, slot)
 	batches, singles := cs.counts()
 	slices.Sort(batches)
 	if !slices.Equal(batches, []int{2, 4, 5}) || singles != 0 {
 		t.Fatalf("batches %v and %d single fires, want slices of 2, 4 and the 5 left", batches, singles)
 	}
-	for _, a := range as {
-		fs := e.fires(a.ID)
-		if len(fs) != 1 || !fs[0].Nominal.Equal(slot) || fs[0].Outcome != store.FireQueued {
-			t.Fatalf("%s: fires %v", a.Key, nominals(fs))
-		}
-	}
-	if e.runCount() != n {
-		t.Fatalf("%d runs, want %d", e.runCount(), n)
-	}
+	firedOnceEach(t, e, as, slot)
 }
 
 // A slice the store refuses leaves its fires, and those not yet handed to
@@ -52,27 +39,40 @@ func TestFailedSliceLeavesFiresToThePass(t *testing.T) {
 	fs := &failingFireMany{Store: e.store, failAt: 2}
 	e.sched = New(Config{Store: fs, LocksDir: e.svc.LocksDir, Targets: e.targets, Workspace: e.dir, Clock: e.clock, Runs: e.runs, FireSlice: 2})
 	const n = 7
-	var as []*store.Automation
-	for i := range n {
-		as = append(as, e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"}))
-	}
 	slot := t0.Add(time.Minute)
-	e.tick(slot.Add(-e.sched.cfg.Ahead))
-	e.tick(slot)
+	as := fireOneSlot(e, n, slot)
 	fs.mu.Lock()
 	calls := fs.calls
 	fs.mu.Unlock()
 	if calls < fs.failAt {
 		t.Fatalf("%d FireMany calls: the slice meant to fail was never handed over", calls)
 	}
+	firedOnceEach(t, e, as, slot)
+}
+
+// fireOneSlot creates n cron automations due every minute and wakes the
+// leader Ahead of slot and at it.
+func fireOneSlot(e *env, n int, slot time.Time) []*store.Automation {
+	var as []*store.Automation
+	for i := range n {
+		as = append(as, e.create(Spec{Key: "k" + strconv.Itoa(i), Cron: "* * * * *", TZ: "UTC"}))
+	}
+	e.tick(slot.Add(-e.sched.cfg.Ahead))
+	e.tick(slot)
+	return as
+}
+
+// firedOnceEach checks that each of as fired once, at slot, its run queued.
+func firedOnceEach(t *testing.T, e *env, as []*store.Automation, slot time.Time) {
+	t.Helper()
 	for _, a := range as {
 		got := e.fires(a.ID)
 		if len(got) != 1 || !got[0].Nominal.Equal(slot) || got[0].Outcome != store.FireQueued {
 			t.Fatalf("%s: fires %v, want one at the slot", a.Key, nominals(got))
 		}
 	}
-	if e.runCount() != n {
-		t.Fatalf("%d runs, want %d", e.runCount(), n)
+	if e.runCount() != len(as) {
+		t.Fatalf("%d runs, want %d", e.runCount(), len(as))
 	}
 }
 

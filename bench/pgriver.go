@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 )
 
 // pgRiverConfigs are the River settings figure 11 tries in every
@@ -73,94 +69,15 @@ func (s *pgServer) serverVersion(ctx context.Context) string {
 	return v
 }
 
-// riverPGThroughput is riverThroughput on PostgreSQL with riverpgxv5: the
-// same no-op worker, p.Launchers goroutines inserting p.Jobs jobs, jobs
-// per second from the first insert to the last completion event.
+// riverPGThroughput is River's side of figure 11: riverJobs with
+// riverpgxv5 on a pgxpool of the database at dbURL.
 func riverPGThroughput(ctx context.Context, dbURL string, p throughputParams, cfg riverConfig) (float64, error) {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return 0, fmt.Errorf("open river pool: %w", err)
 	}
 	defer pool.Close()
-	driver := riverpgxv5.New(pool)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
-	if err != nil {
-		return 0, fmt.Errorf("create river migrator: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return 0, fmt.Errorf("migrate river schema: %w", err)
-	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		Logger:            logger,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
-		FetchCooldown:     cfg.FetchCooldown,
-		FetchPollInterval: cfg.FetchPollInterval,
-		Workers:           workers,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("create river client: %w", err)
-	}
-	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
-		ChanSize: p.Jobs + 1024,
-		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed},
-	})
-	defer cancelSub()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := client.Start(runCtx); err != nil {
-		return 0, fmt.Errorf("start river client: %w", err)
-	}
-	defer func() {
-		stopCtx, c := context.WithTimeout(context.Background(), 10*time.Second)
-		defer c()
-		client.Stop(stopCtx)
-	}()
-	start := time.Now()
-	insert := func() error {
-		return parallel(runCtx, p.Jobs, p.Launchers, func(context.Context, int) error {
-			_, err := client.Insert(runCtx, noopArgs{}, nil)
-			return err
-		})
-	}
-	return countCompletions(ctx, events, p, start, insert)
-}
-
-// countCompletions runs insert in the background and counts River's
-// completion events until p.Jobs jobs completed, returning jobs per second
-// since start.
-func countCompletions(ctx context.Context, events <-chan *river.Event, p throughputParams, start time.Time, insert func() error) (float64, error) {
-	inserted := make(chan error, 1)
-	go func() { inserted <- insert() }()
-	deadline := time.NewTimer(p.Timeout)
-	defer deadline.Stop()
-	for done := 0; done < p.Jobs; {
-		select {
-		case ev := <-events:
-			if ev.Kind != river.EventKindJobCompleted {
-				return 0, fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
-			}
-			done++
-		case err := <-inserted:
-			if err != nil {
-				return 0, fmt.Errorf("insert river job: %w", err)
-			}
-			inserted = nil
-		case <-deadline.C:
-			return 0, fmt.Errorf("river completed %d of %d jobs in %s", done, p.Jobs, p.Timeout)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-	elapsed := time.Since(start)
-	if inserted != nil {
-		if err := <-inserted; err != nil {
-			return 0, fmt.Errorf("insert river job: %w", err)
-		}
-	}
-	return float64(p.Jobs) / elapsed.Seconds(), nil
+	return riverJobs(ctx, riverpgxv5.New(pool), p, cfg)
 }
 
 // pgCommitP50 is the median time of one write transaction on the server

@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
-	"github.com/riverqueue/river/rivermigrate"
 	_ "modernc.org/sqlite"
 )
 
@@ -70,90 +66,7 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 	// runs operations in parallel that SQLite would refuse with BUSY.
 	db.SetMaxOpenConns(1)
 
-	driver := riversqlite.New(db)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
-	if err != nil {
-		return 0, fmt.Errorf("create river migrator: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return 0, fmt.Errorf("migrate river schema: %w", err)
-	}
-
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		Logger:            logger,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
-		FetchCooldown:     cfg.FetchCooldown,
-		FetchPollInterval: cfg.FetchPollInterval,
-		Workers:           workers,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("create river client: %w", err)
-	}
-	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
-		ChanSize: p.Jobs + 1024,
-		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed},
-	})
-	defer cancelSub()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := client.Start(runCtx); err != nil {
-		return 0, fmt.Errorf("start river client: %w", err)
-	}
-	defer func() {
-		stopCtx, c := context.WithTimeout(context.Background(), 10*time.Second)
-		defer c()
-		client.Stop(stopCtx)
-	}()
-
-	start := time.Now()
-	// inserted gets the inserts' outcome; it is nil once received.
-	inserted := make(chan error, 1)
-	go func() {
-		inserted <- parallel(runCtx, p.Jobs, p.Launchers, func(context.Context, int) error {
-			if _, err := client.Insert(runCtx, noopArgs{}, nil); err != nil {
-				return fmt.Errorf("insert river job: %w", err)
-			}
-			return nil
-		})
-	}()
-	waitInserts := func() {
-		if inserted != nil {
-			<-inserted
-		}
-	}
-	deadline := time.NewTimer(p.Timeout)
-	defer deadline.Stop()
-	done := 0
-	for done < p.Jobs {
-		select {
-		case ev := <-events:
-			if ev.Kind != river.EventKindJobCompleted {
-				return 0, fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
-			}
-			done++
-		case err := <-inserted:
-			inserted = nil
-			if err != nil {
-				cancel()
-				return 0, err
-			}
-		case <-deadline.C:
-			cancel()
-			waitInserts()
-			return 0, fmt.Errorf("river completed %d of %d jobs in %s", done, p.Jobs, p.Timeout)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-	elapsed := time.Since(start)
-	waitInserts()
-	if done == 0 {
-		return 0, errors.New("river completed no job")
-	}
-	return float64(done) / elapsed.Seconds(), nil
+	return riverJobs(ctx, riversqlite.New(db), p, cfg)
 }
 
 // riverTrial measures River under several configurations, to choose
