@@ -22,11 +22,11 @@
 // (Config.Ahead): it builds their runs and computes their next due times
 // from the automations as it read them. At the slot it commits them in
 // slices (Config.FireSlice fires per store.FireMany, two slices in flight
-// so the store's writer is never idle), each fire checked in the store as
+// so the store's writer has the next one queued), each fire checked in the store as
 // any fire is, plus that nothing it was prepared from changed
 // (store.FireExpect); the pass that follows fires anything a slice could
-// not, from a fresh read. So a thousand fires due at one instant cost a
-// few dozen transactions, and each is durable as soon as its own slice.
+// not, from a fresh read. So a thousand fires due at one instant cost ten
+// transactions, and each is durable as soon as its own slice.
 //
 // # Triggers
 //

@@ -72,13 +72,13 @@ type Config struct {
 	OnPause     func(a *store.Automation)
 	// Ahead is how long before a cron slot the leader prepares the fires
 	// due at it (builds their runs, computes their next due times), so
-	// that at the slot it only commits them, in growing slices, a store
-	// operation (store.FireMany) each. Default 2s;
+	// that at the slot it only commits them, in slices of FireSlice, a
+	// store operation (store.FireMany) each. Default 2s;
 	// negative: never ahead (each slot is fired by a pass after it).
 	Ahead time.Duration
-	// FireSlice is how many prepared fires the first slice of a slot
-	// commits (default 16); each next slice commits twice as many, up to
-	// 256 (see fireSliced).
+	// FireSlice is how many prepared fires one store operation commits
+	// (default 100): smaller slices make the first fires of a slot
+	// durable sooner, at the cost of a commit each (see fireSliced).
 	FireSlice int
 }
 
@@ -169,7 +169,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Ahead = 2 * time.Second
 	}
 	if cfg.FireSlice <= 0 {
-		cfg.FireSlice = 16
+		cfg.FireSlice = 100
 	}
 	return &Scheduler{
 		cfg:      cfg,

@@ -34,11 +34,13 @@ var limits = map[int]func(*recorder) string{
 			val(r, 3, "diagnostic: get_run"), val(r, 3, "diagnostic: runs.Engine.Launch"), val(r, 3, "diagnostic: cancel_run"))
 	},
 	4: func(r *recorder) string {
-		return fmt.Sprintf("The scheduler prepares the runs of a slot about 2 s ahead and at the slot commits the fires in growing slices (%s store calls), so each "+
+		return fmt.Sprintf("The scheduler prepares the runs of a slot about 2 s ahead and at the slot commits the fires in slices (%s store calls), so each "+
 			"fire is durable with its own slice: the first after %s, half after %s, the last after %s; the same slot in one transaction lands every fire at "+
 			"once, after %s (p99 %s). What remains is the store's cost per fire on this 2-core machine, about (max − min) / (n − 1) = %s: each fire inserts "+
 			"its fire row and its queued run (the runs table and its indexes) and writes its automation's state, each slice costs a commit, and the runs "+
-			"fired first start executing and compete with the later slices for the single writer (their claims and settles).",
+			"fired first start executing and compete with the later slices for the single writer (their claims and settles), so the last slices land later "+
+			"than one transaction would. The goals need the store's cost per fire an order of magnitude lower (a batched run insert, fewer indexes on runs), "+
+			"or the fired runs' executions to yield the writer to the slices still to commit.",
 			val(r, 4, "diagnostic: store calls"), val(r, 4, "fire lag min"), val(r, 4, "fire lag p50"), val(r, 4, "fire lag max"),
 			val(r, 4, "diagnostic: all fires in one transaction, p50"), val(r, 4, "diagnostic: all fires in one transaction, p99"), val(r, 4, "diagnostic: lag added per fire"))
 	},
