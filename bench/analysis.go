@@ -49,10 +49,12 @@ var limits = map[int]func(*recorder) string{
 			"so a dead owner's run waits for the peer's next pass, then one commit to claim it.", val(r, 5, "SIGKILL to adopted"))
 	},
 	8: func(r *recorder) string {
-		return fmt.Sprintf("Start-up with the runs (%s) against an empty store (%s), both read from the disk; idle RSS %s, with the automations %s. "+
-			"Something on the way to tools/list reads in proportion to the runs (a count, a listing, an adoption scan that does not use an index), "+
-			"or the heap holds whole records where the scheduler needs one small entry per automation.",
-			val(r, 8, "start to tools/list"), val(r, 8, "empty store"), val(r, 8, "RSS idle"), val(r, 8, "RSS with"))
+		return fmt.Sprintf("Start-up with the runs takes %s and with an empty store %s, both with the database evicted; until tools/list the serve read "+
+			"%s from the disk with the runs and %s with an empty store, so start-up does not read in proportion to the runs (no count, listing or adoption "+
+			"scan of them on the way). What remains is starting the process itself on this machine: compare the load average in the Machine table. "+
+			"Idle RSS %s, with the automations %s.",
+			val(r, 8, "start to tools/list"), val(r, 8, "empty store"), val(r, 8, "diagnostic: KiB read from the disk until tools/list, 1"),
+			val(r, 8, "diagnostic: KiB read from the disk until tools/list, empty"), val(r, 8, "RSS idle"), val(r, 8, "RSS with"))
 	},
 	10: func(r *recorder) string {
 		return fmt.Sprintf("The append to the big session (%s) costs more than to a small one (%s): look for work proportional to the session's size in sessions.Append "+

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -56,7 +59,7 @@ func figColdStart(ctx context.Context, b *bench) error {
 	b.logf("fig 8: seeded %s runs in %s", count(n), time.Since(t).Round(time.Millisecond))
 	b.rec.note(8, "%s settled runs of a one-step workflow whose step runs `echo` (one real run through the engine; %s more written like it through the store API: created, claimed, step started, settled with the step's result; the rest copied from those in SQL, rows as the store wrote them, with their own ids, times and change numbers, and a journal file each), each with a ledger entry and a %d-byte journal (%s), seeded in %s. Before each start the database and its WAL are evicted from the page cache (fdatasync, then posix_fadvise POSIX_FADV_DONTNEED; mincore counts what stayed). Each start is a fresh process (the binary is in the page cache after a warm-up start).",
 		count(n), count(viaAPI), len(tmpl.journal), where, time.Since(t).Round(time.Millisecond))
-	if _, err := startupTime(ctx, b, empty); err != nil { // warm-up
+	if _, _, err := startupTime(ctx, b, empty); err != nil { // warm-up
 		return err
 	}
 	db := full.WS.DBPath()
@@ -64,8 +67,9 @@ func figColdStart(ctx context.Context, b *bench) error {
 		for _, c := range []struct {
 			w     *benchWorkspace
 			label string
+			short string
 			g     goal
-		}{{empty, "empty store, not cached", goal{}}, {full, label, atMost(100)}} {
+		}{{empty, "empty store, not cached", "empty store", goal{}}, {full, label, count(n) + " runs", atMost(100)}} {
 			res, tot, err := evict(c.w.WS.DBPath(), c.w.WS.DBPath()+"-wal")
 			if err != nil {
 				return err
@@ -74,11 +78,12 @@ func figColdStart(ctx context.Context, b *bench) error {
 				b.rec.add(8, "diagnostic: database pages still cached after eviction", "", goal{}, float64(res))
 				b.rec.add(8, "diagnostic: database pages", "", goal{}, float64(tot))
 			}
-			d, err := startupTime(ctx, b, c.w)
+			d, read, err := startupTime(ctx, b, c.w)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.label, err)
 			}
 			b.rec.add(8, c.label, "ms", c.g, d)
+			b.rec.add(8, "diagnostic: KiB read from the disk until tools/list, "+c.short, "KiB", goal{}, read/1024)
 			b.logf("fig 8: rep %d: %s: %.1f ms (%d of %d pages cached before)", rep+1, c.label, d, res, tot)
 		}
 	}
@@ -89,32 +94,49 @@ func figColdStart(ctx context.Context, b *bench) error {
 }
 
 // startupTime starts serve and returns the milliseconds from process start
-// until the tools/list answer was read.
-func startupTime(ctx context.Context, b *bench, w *benchWorkspace) (float64, error) {
+// until the tools/list answer was read, and the bytes the process had read
+// from the disk by then (read_bytes of /proc/<pid>/io: page cache misses).
+func startupTime(ctx context.Context, b *bench, w *benchWorkspace) (float64, float64, error) {
 	bin, err := b.mcpHost(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	h, err := startHost(hostParams{Bin: bin, Args: []string{"serve"}, StateRoot: w.StateRoot, Workspace: w.Dir, Stdio: true})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer h.stop(10 * time.Second)
 	if err := h.initialize(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	raw, err := h.call("tools/list", map[string]any{})
 	d := time.Since(h.started)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	read, _ := diskReadBytes(h.cmd.Process.Pid)
 	var list struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil || len(list.Tools) == 0 {
-		return 0, fmt.Errorf("tools/list answered no tools: %s", truncate(string(raw), 200))
+		return 0, 0, fmt.Errorf("tools/list answered no tools: %s", truncate(string(raw), 200))
 	}
-	return ms(d), nil
+	return ms(d), read, nil
+}
+
+// diskReadBytes is read_bytes of /proc/<pid>/io: what the process caused
+// to be read from the storage layer.
+func diskReadBytes(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("no read_bytes in /proc/%d/io", pid)
 }
 
 // serveRSS measures the resident memory of an idle serve, with no
