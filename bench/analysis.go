@@ -12,23 +12,20 @@ import (
 // run measures; the text quotes this run's own numbers.
 var limits = map[int]func(*recorder) string{
 	1: func(r *recorder) string {
-		disk := ""
-		if v := val(r, 2, "write+fsync 4 KiB"); v != "—" {
-			disk = fmt.Sprintf(" The disk sustains %s of 4 KiB write+fsync (figure 2); group commit puts many runs in one fsync, so the disk is not the limit.", v)
-		}
-		return fmt.Sprintf("This run: ours %s at FULL and %s at NORMAL, River %s and %s.%s "+
-			"Our limit is the single SQLite writer goroutine: about 100–120 µs of CPU per run (two write operations of some eleven statements, plus the WAL writes) "+
-			"on a 2-core machine shared with the launchers and the engine. The diagnostic rows: with journals and run locks in memory %s, with the memory store as well %s, "+
-			"%s write operations per run. Next levers: a cheaper operations record, WAL checkpoints off the commit path.",
-			val(r, 1, "ours, FULL"), val(r, 1, "ours, NORMAL"), val(r, 1, "River, FULL"), val(r, 1, "River, NORMAL"), disk,
-			val(r, 1, "diagnostic: ours, FULL, journals"), val(r, 1, "diagnostic: ours, memory store"), val(r, 1, "diagnostic: store write operations"))
+		return fmt.Sprintf("This run: ours %s at FULL and %s at NORMAL; River %s and %s; goqite %s and %s. "+
+			"Ours is bound by the CPU of the single SQLite writer (figure 2 and its limit), the peers by their commits: "+
+			"River %s commits per job at FULL, goqite %s, ours %s per run (group commit).",
+			val(r, 1, "ours, FULL"), val(r, 1, "ours, NORMAL"), val(r, 1, "River, FULL"), val(r, 1, "River, NORMAL"),
+			val(r, 1, "goqite, FULL"), val(r, 1, "goqite, NORMAL"),
+			val(r, 1, "River, FULL: commits"), val(r, 1, "goqite, FULL: commits"), val(r, 1, "ours, FULL: commits"))
 	},
+	2: func(r *recorder) string { return engineShareLimit(r) },
 	3: func(r *recorder) string {
 		return fmt.Sprintf("Not the transport: a ping takes %s over the same pipes, while runs.Engine.Launch alone, in process, takes %s, almost all of it the durable "+
 			"commit of the new run (an fsync at FULL, p50 %s on this disk, plus about 14 page writes), which in a serve also waits behind or shares the commit of the "+
 			"previous run's settle. mcp-go adds roughly 0.2 ms of CPU per call (two JSON decodes and a goroutine per request). Next levers: a cheaper per-call path in "+
 			"the MCP layer, and fewer pages per commit.",
-			val(r, 3, "ping p50"), val(r, 3, "diagnostic: runs.Engine.Launch"), val(r, 2, "latency p50"))
+			val(r, 3, "ping p50"), val(r, 3, "diagnostic: runs.Engine.Launch"), val(r, 9, "latency p50"))
 	},
 	4: func(r *recorder) string {
 		return fmt.Sprintf("The scheduler prepares the runs of the next slot about 2 s ahead and commits every fire due at that instant in one store operation (store.FireMany: "+

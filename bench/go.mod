@@ -8,6 +8,7 @@ require (
 	github.com/cairnhq/cairn v0.0.0-00010101000000-000000000000
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
+	maragu.dev/goqite v0.4.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -58,8 +58,9 @@ type figure struct {
 }
 
 var figures = []figure{
-	{2, "fsync ceiling of the disk", figFsync},
-	{1, "Durable run throughput, ours vs River", figThroughput},
+	{9, "fsync ceiling of the disk", figFsync},
+	{1, "Throughput of a step that runs, ours vs River and goqite", figThroughput},
+	{2, "Ours at FULL against the engine alone", figEngineShare},
 	{3, "launch_run round trip over stdio", figLaunchRoundTrip},
 	{4, "Fire lag of 1,000 cron automations due in the same minute", figFireLag},
 	{5, "Session append at 10 vs 100,000 existing messages", figSessionAppend},
@@ -217,7 +218,7 @@ func parseOnly(s string) (map[int]bool, bool, error) {
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || !slices.ContainsFunc(figures, func(f figure) bool { return f.num == n }) {
-			return nil, false, fmt.Errorf("-only: no figure %q (figures are 1 to 8, and pkg for the package benchmarks)", p)
+			return nil, false, fmt.Errorf("-only: no figure %q (figures are 1 to 9, and pkg for the package benchmarks)", p)
 		}
 		want[n] = true
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -16,16 +15,23 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// riverConfig is how River is set up for figure 1: the settings that gave
-// River its best throughput on SQLite in our trials (see riverTrial),
-// so that the comparison is against River at its best, not its defaults.
+// riverConfig is how River is set up for figure 1: figure 1 tries each
+// of riverConfigs and compares against the best, per sync mode, so that
+// the comparison is against River at its best, not its defaults.
 type riverConfig struct {
 	MaxWorkers        int
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 }
 
-var riverBest = riverConfig{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
+// riverConfigs are the settings figure 1 tries: River's defaults first.
+var riverConfigs = []riverConfig{
+	{MaxWorkers: 100, FetchCooldown: 100 * time.Millisecond, FetchPollInterval: time.Second}, // River's defaults
+	{MaxWorkers: 100, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+	{MaxWorkers: 100, FetchCooldown: 1 * time.Millisecond, FetchPollInterval: 10 * time.Millisecond},
+	{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+	{MaxWorkers: 20, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond},
+}
 
 func (c riverConfig) String() string {
 	return fmt.Sprintf("MaxWorkers %d, FetchCooldown %s, FetchPollInterval %s", c.MaxWorkers, c.FetchCooldown, c.FetchPollInterval)
@@ -57,13 +63,14 @@ type throughputParams struct {
 }
 
 // riverThroughput inserts p.Jobs no-op jobs from p.Launchers goroutines
-// into a River client working them, and returns completed jobs per second,
-// counted from the first insert to the last completion River reports
-// (a completion event is sent after the completer has committed it).
-func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (float64, error) {
-	db, err := sql.Open("sqlite", sqliteDSN(p.Dir+"/river.sqlite3", p.Synchronous))
+// into a River client working them, and measures the steady rate of
+// completions River reports (a completion event is sent after the
+// completer has committed it; see completions).
+func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (tpResult, error) {
+	path := p.Dir + "/river.sqlite3"
+	db, err := sql.Open("sqlite", sqliteDSN(path, p.Synchronous))
 	if err != nil {
-		return 0, fmt.Errorf("open river database: %w", err)
+		return tpResult{}, fmt.Errorf("open river database: %w", err)
 	}
 	defer db.Close()
 	// riversqlite's documented requirement: one connection, since River
@@ -74,10 +81,10 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
 	if err != nil {
-		return 0, fmt.Errorf("create river migrator: %w", err)
+		return tpResult{}, fmt.Errorf("create river migrator: %w", err)
 	}
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return 0, fmt.Errorf("migrate river schema: %w", err)
+		return tpResult{}, fmt.Errorf("migrate river schema: %w", err)
 	}
 
 	workers := river.NewWorkers()
@@ -90,7 +97,7 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 		Workers:           workers,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("create river client: %w", err)
+		return tpResult{}, fmt.Errorf("create river client: %w", err)
 	}
 	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
 		ChanSize: p.Jobs + 1024,
@@ -100,7 +107,7 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := client.Start(runCtx); err != nil {
-		return 0, fmt.Errorf("start river client: %w", err)
+		return tpResult{}, fmt.Errorf("start river client: %w", err)
 	}
 	defer func() {
 		stopCtx, c := context.WithTimeout(context.Background(), 10*time.Second)
@@ -108,7 +115,9 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 		client.Stop(stopCtx)
 	}()
 
-	start := time.Now()
+	commits0 := commitsOf(path)
+	done := newCompletions(p.Jobs)
+	done.begin()
 	// inserted gets the inserts' outcome; it is nil once received.
 	inserted := make(chan error, 1)
 	go func() {
@@ -126,63 +135,37 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 	}
 	deadline := time.NewTimer(p.Timeout)
 	defer deadline.Stop()
-	done := 0
-	for done < p.Jobs {
+	n := 0
+	for n < p.Jobs {
 		select {
 		case ev := <-events:
 			if ev.Kind != river.EventKindJobCompleted {
-				return 0, fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
+				return tpResult{}, fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
 			}
-			done++
+			done.mark()
+			n++
 		case err := <-inserted:
 			inserted = nil
 			if err != nil {
 				cancel()
-				return 0, err
+				return tpResult{}, err
 			}
 		case <-deadline.C:
 			cancel()
 			waitInserts()
-			return 0, fmt.Errorf("river completed %d of %d jobs in %s", done, p.Jobs, p.Timeout)
+			return tpResult{}, fmt.Errorf("river completed %d of %d jobs in %s", n, p.Jobs, p.Timeout)
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return tpResult{}, ctx.Err()
 		}
 	}
-	elapsed := time.Since(start)
 	waitInserts()
-	if done == 0 {
-		return 0, errors.New("river completed no job")
+	if n == 0 {
+		return tpResult{}, errors.New("river completed no job")
 	}
-	return float64(done) / elapsed.Seconds(), nil
+	res := tpResult{Commits: float64(commitsOf(path)-commits0) / float64(p.Jobs)}
+	if res.Rate, err = done.steadyRate(); err != nil {
+		return tpResult{}, err
+	}
+	return res, nil
 }
 
-// riverTrial measures River under several configurations, to choose
-// riverBest: the harness compares against River at its best.
-func riverTrial(ctx context.Context, b *bench) int {
-	configs := []riverConfig{
-		{MaxWorkers: 100, FetchCooldown: 100 * time.Millisecond, FetchPollInterval: time.Second}, // River's defaults
-		{MaxWorkers: 100, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-		{MaxWorkers: 100, FetchCooldown: 1 * time.Millisecond, FetchPollInterval: 10 * time.Millisecond},
-		{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-		{MaxWorkers: 20, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond},
-	}
-	for _, sync := range []string{"FULL", "NORMAL"} {
-		for i, c := range configs {
-			for rep := range b.reps {
-				dir, err := os.MkdirTemp(b.disk.Dir, "trial-")
-				if err != nil {
-					b.logf("%v", err)
-					return 1
-				}
-				v, err := riverThroughput(ctx, throughputParams{Dir: dir, Synchronous: sync, Jobs: 2000, Launchers: 16, Timeout: 2 * time.Minute}, c)
-				os.RemoveAll(dir)
-				if err != nil {
-					b.logf("%s config %d: %v", sync, i, err)
-					continue
-				}
-				b.logf("%s  %-70s rep %d: %6.0f jobs/s", sync, c, rep+1, v)
-			}
-		}
-	}
-	return 0
-}
