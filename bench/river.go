@@ -168,4 +168,3 @@ func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (
 	}
 	return res, nil
 }
-

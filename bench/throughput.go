@@ -125,6 +125,7 @@ func figEngineShare(ctx context.Context, b *bench) error {
 	n := throughputJobs(b)
 	p := throughputParams{Launchers: 16, Jobs: n, Timeout: timeoutFor(n)}
 	b.rec.note(2, "%s runs of `step` per measurement (as in figure 1), %d launchers, steady rate (10th to 90th percentile of completions).", count(n), p.Launchers)
+	b.rec.note(2, "Also measured per repetition: the CPU time of the process per run (getrusage), the share of the time the store's writer goroutine was running batches and commits (sqlite.Store.WriterStats), and, as the bound, the SQLite store alone: %d goroutines writing what a run of `step` writes (created claimed, the step's start, the settle with its outcome) with no engine.", storeOnlyWriters)
 	b.rec.declare(2, "ours at FULL / engine alone", "%", atLeast(50))
 	for rep := range b.reps {
 		dir := filepath.Join(b.disk.Dir, fmt.Sprintf("share-%d", rep))
@@ -170,6 +171,20 @@ func figEngineShare(ctx context.Context, b *bench) error {
 		if rep%2 == 1 {
 			ours, alone = alone, ours
 		}
+		// The bound: the store alone, the same three writes per run
+		// without the engine.
+		so, err := storeOnlyThroughput(ctx, q)
+		os.RemoveAll(dir)
+		if err != nil {
+			return err
+		}
+		b.rec.add(2, fmt.Sprintf("diagnostic: the SQLite store alone at FULL (a run's three writes from %d goroutines, no engine)", storeOnlyWriters), "runs/s", goal{}, so.Rate)
+		b.rec.add(2, "diagnostic: the store alone / engine alone", "%", goal{}, 100*so.Rate/alone)
+		b.rec.add(2, "diagnostic: the store alone: CPU per run (the process)", "µs", goal{}, micros(so.CPU))
+		b.rec.add(2, "diagnostic: the store alone: writer goroutine busy", "%", goal{}, 100*so.WriterBusy)
+		b.rec.add(2, "diagnostic: the store alone: commits per run", "", goal{}, so.Commits)
+		b.logf("fig 2: rep %d: store alone %.0f runs/s (%.0f%% of the engine alone), CPU %s per run, writer busy %.0f%%, %.3f commits per run",
+			rep+1, so.Rate, 100*so.Rate/alone, so.CPU, 100*so.WriterBusy, so.Commits)
 		b.rec.add(2, "ours at FULL / engine alone", "%", atLeast(50), 100*ours/alone)
 		b.logf("fig 2: rep %d: %.1f%% (ours %.0f runs/s, engine alone %.0f, no files %.0f)", rep+1, 100*ours/alone, ours, alone, r.Rate)
 	}
