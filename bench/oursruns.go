@@ -41,17 +41,13 @@ func (s *settleTimes) SettleRun(ctx context.Context, p store.SettleParams) (*sto
 // runs.Engine.Launch from p.Launchers goroutines, on a fresh workspace
 // whose store runs at p.Synchronous, and measures the steady rate of
 // settles (see completions). Every run must have succeeded. For SQLite it
-// also counts the store's write operations (the operations table: every
-// write records its operation id) and commits (SQLite's commit hook) per
-// run.
+// also counts, per run, the store's write operations and the writer's busy
+// time (sqlite.Store.WriterStats) and the commits (SQLite's commit hook).
 func oursThroughput(ctx context.Context, p throughputParams, v variant) (tpResult, error) {
 	if v.Target == "" {
 		v.Target = "step"
 	}
-	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
-		return tpResult{}, err
-	}
-	w, err := newWorkspace(ctx, p.Dir, "ws")
+	w, err := freshWorkspace(ctx, p.Dir)
 	if err != nil {
 		return tpResult{}, err
 	}
@@ -176,10 +172,7 @@ const storeOnlyWriters = 64
 // SQLite store at p.Synchronous. What it reaches is what the store path
 // allows; the engine adds its own work to the same three writes.
 func storeOnlyThroughput(ctx context.Context, p throughputParams) (tpResult, error) {
-	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
-		return tpResult{}, err
-	}
-	w, err := newWorkspace(ctx, p.Dir, "ws")
+	w, err := freshWorkspace(ctx, p.Dir)
 	if err != nil {
 		return tpResult{}, err
 	}
@@ -226,4 +219,12 @@ func storeOnlyThroughput(ctx context.Context, p throughputParams) (tpResult, err
 		return tpResult{}, err
 	}
 	return res, nil
+}
+
+// freshWorkspace makes dir and a bench workspace in it.
+func freshWorkspace(ctx context.Context, dir string) (*benchWorkspace, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return newWorkspace(ctx, dir, "ws")
 }
