@@ -129,7 +129,7 @@ func TestReportNamesEveryGoalAndVerdict(t *testing.T) {
 	r.declare(6, "with 100,000 settled runs", "ms", atMost(100))
 	text := report{rec: r, reps: 1, elapsed: time.Second, command: "cd bench && go run .", machine: machine{Cores: 2}}.markdown()
 	for _, want := range []string{
-		"| 1 | Durable run throughput, ours vs River: ours / River, FULL | 3.00× | 3.00 – 3.00× | ≥ 5× | **missed** |",
+		"| 1 | Throughput of a step that runs, ours vs River and goqite: ours / River, FULL | 3.00× | 3.00 – 3.00× | ≥ 5× | **missed** |",
 		"| 5 | Session append at 10 vs 100,000 existing messages: ratio | 1.01× |",
 		"| 6 | Start until tools/list is answered: with 100,000 settled runs | — | — | ≤ 100 ms | **not measured** |",
 		"**Goal missed.** What limits it:",

@@ -196,7 +196,7 @@ func TestParseOnly(t *testing.T) {
 		{in: "1,2", figs: map[int]bool{1: true, 2: true}},
 		{in: "pkg", figs: map[int]bool{}, pkg: true},
 		{in: "3, pkg", figs: map[int]bool{3: true}, pkg: true},
-		{in: "9", wantErr: true},
+		{in: "99", wantErr: true},
 		{in: "pkgs", wantErr: true},
 	}
 	for _, tt := range tests {
