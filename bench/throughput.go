@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 )
 
@@ -38,6 +40,8 @@ func figThroughput(ctx context.Context, b *bench) error {
 		b.rec.declare(1, "ours / River, "+sync, "×", atLeast(8))
 		b.rec.declare(1, "ours / goqite, "+sync, "×", atLeast(8))
 	}
+	noteLoad(b, 1)
+	defer noteLoad(b, 1)
 	best := map[string]riverConfig{}
 	for _, sync := range syncModes {
 		c, err := riverBest(ctx, b, p, sync)
@@ -91,7 +95,9 @@ func throughputRep(ctx context.Context, b *bench, p throughputParams, sync strin
 			return err
 		}
 		fs := startFsyncCount()
+		cpu0 := processCPU()
 		r, err := x.run(q)
+		cpu := (processCPU() - cpu0) / time.Duration(q.Jobs)
 		fsyncs, fsErr := fs.stop()
 		if err != nil {
 			return fmt.Errorf("%s at %s: %w", x.name, sync, err)
@@ -104,6 +110,7 @@ func throughputRep(ctx context.Context, b *bench, p throughputParams, sync strin
 			b.rec.add(1, "ours, "+sync+": store writes per run", "", goal{}, r.Writes)
 		}
 		b.rec.add(1, x.name+", "+sync+": commits per "+per, "", goal{}, r.Commits)
+		b.rec.add(1, x.name+", "+sync+": CPU per "+per+" (the process, from setup to teardown)", "µs", goal{}, micros(cpu))
 		if fsErr == nil {
 			b.rec.add(1, x.name+", "+sync+": fsyncs per "+per, "", goal{}, float64(fsyncs)/float64(q.Jobs))
 		} else if rep == 0 && sync == "FULL" && x.name == "ours" {
@@ -127,6 +134,8 @@ func figEngineShare(ctx context.Context, b *bench) error {
 	b.rec.note(2, "%s runs of `step` per measurement (as in figure 1), %d launchers, steady rate (10th to 90th percentile of completions).", count(n), p.Launchers)
 	b.rec.note(2, "Also measured per repetition: the CPU time of the process per run (getrusage), the share of the time the store's writer goroutine was running batches and commits (sqlite.Store.WriterStats), and, as the bound, the SQLite store alone: %d goroutines writing what a run of `step` writes (created claimed, the step's start, the settle with its outcome) with no engine.", storeOnlyWriters)
 	b.rec.declare(2, "ours at FULL / engine alone", "%", atLeast(50))
+	noteLoad(b, 2)
+	defer noteLoad(b, 2)
 	for rep := range b.reps {
 		dir := filepath.Join(b.disk.Dir, fmt.Sprintf("share-%d", rep))
 		q := p
@@ -192,3 +201,14 @@ func figEngineShare(ctx context.Context, b *bench) error {
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// noteLoad notes the machine's load average (/proc/loadavg) in fig: on a
+// shared machine, how much CPU the measurements could get.
+func noteLoad(b *bench, fig int) {
+	if s, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(s))
+		if len(f) >= 3 {
+			b.rec.note(fig, "Load average (1, 5, 15 min) at %s: %s %s %s on %d cores.", time.Now().UTC().Format("15:04:05 UTC"), f[0], f[1], f[2], runtime.NumCPU())
+		}
+	}
+}
