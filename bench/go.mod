@@ -12,6 +12,7 @@ require (
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
 	golang.org/x/sys v0.49.0
+	maragu.dev/goqite v0.4.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -130,7 +130,7 @@ func TestReportNamesEveryGoalAndVerdict(t *testing.T) {
 	r.table(1, "| River setting | jobs/s |\n| --- | --- |\n| trial row | 1 |")
 	text := report{rec: r, reps: 1, elapsed: time.Second, command: "cd bench && go run .", machine: machine{Cores: 2}}.markdown()
 	for _, want := range []string{
-		"| 1 | Durable run throughput, ours vs River: ours / River, FULL | 3.00× | 3.00 – 3.00× | ≥ 5× | **missed** |",
+		"| 1 | Throughput of a step that runs, ours vs River and goqite: ours / River, FULL | 3.00× | 3.00 – 3.00× | ≥ 5× | **missed** |",
 		"| 10 | Session append at 10 vs 100,000 existing messages: ratio | 1.01× |",
 		"| 8 | Cold start and resident memory of serve: start to tools/list, 100,000 runs, database not cached | — | — | ≤ 100 ms | **not measured** |",
 		"| trial row | 1 |",

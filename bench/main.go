@@ -63,7 +63,8 @@ type figure struct {
 
 // figures: one registration line per figure, in number order.
 var figures = []figure{
-	{1, "Durable run throughput, ours vs River", figThroughput},
+	{1, "Throughput of a step that runs, ours vs River and goqite", figThroughput},
+	{2, "Ours at FULL against the engine alone", figEngineShare},
 	{3, "launch_run round trip over stdio", figLaunchRoundTrip},
 	{4, "Fire lag per fire of 1,000 cron automations due in the same minute", figFireLag},
 	{5, "Dead owner to adopted", figAdoption},

@@ -41,8 +41,8 @@ func pingServer() (url string, stop func(), err error) {
 
 // oursPGThroughput launches p.Jobs runs of the ping workflow through
 // runs.Engine on store/postgres at dbURL from p.Launchers goroutines, and
-// returns runs settled per second from the first launch until every run
-// has settled; every run must have succeeded.
+// returns the steady rate of settles (see completions), as figure 1 does
+// for both peers; every run must have succeeded.
 func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputParams) (rate, opsPerRun float64, err error) {
 	url, stop, err := pingServer()
 	if err != nil {
@@ -67,7 +67,8 @@ func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputP
 		return 0, 0, err
 	}
 	defer st.Close()
-	eng, err := runs.New(runs.Options{Store: st, Workspace: w.WS})
+	done := newCompletions(p.Jobs)
+	eng, err := runs.New(runs.Options{Store: &settleTimes{Store: st, done: done}, Workspace: w.WS})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -75,7 +76,7 @@ func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputP
 		return 0, 0, err
 	}
 	defer eng.Stop()
-	start := time.Now()
+	done.begin()
 	err = parallel(ctx, p.Jobs, p.Launchers, func(context.Context, int) error {
 		_, err := eng.Launch(ctx, runs.LaunchParams{Target: "ping"})
 		return err
@@ -86,7 +87,6 @@ func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputP
 	if err := waitFor(ctx, p.Timeout, 200*time.Microsecond, func() (bool, error) { return eng.Executing() == 0, nil }); err != nil {
 		return 0, 0, fmt.Errorf("wait for %d runs to settle: %w", p.Jobs, err)
 	}
-	elapsed := time.Since(start)
 	if ok, err := countSucceeded(ctx, st); err != nil || ok != p.Jobs {
 		return 0, 0, fmt.Errorf("%d of %d runs succeeded (%v)", ok, p.Jobs, err)
 	}
@@ -94,7 +94,10 @@ func oursPGThroughput(ctx context.Context, b *bench, dbURL string, p throughputP
 	if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM cairn_bench.operations").Scan(&ops); err != nil {
 		return 0, 0, fmt.Errorf("count write operations: %w", err)
 	}
-	return float64(p.Jobs) / elapsed.Seconds(), float64(ops) / float64(p.Jobs), nil
+	if rate, err = done.steadyRate(); err != nil {
+		return 0, 0, err
+	}
+	return rate, float64(ops) / float64(p.Jobs), nil
 }
 
 // countSucceeded pages through the succeeded runs of st.

@@ -70,14 +70,16 @@ func (s *pgServer) serverVersion(ctx context.Context) string {
 }
 
 // riverPGThroughput is River's side of figure 11: riverJobs with
-// riverpgxv5 on a pgxpool of the database at dbURL.
+// riverpgxv5 on a pgxpool of the database at dbURL; jobs per second in
+// the steady state, as in figure 1.
 func riverPGThroughput(ctx context.Context, dbURL string, p throughputParams, cfg riverConfig) (float64, error) {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return 0, fmt.Errorf("open river pool: %w", err)
 	}
 	defer pool.Close()
-	return riverJobs(ctx, riverpgxv5.New(pool), p, cfg)
+	r, err := riverJobs(ctx, riverpgxv5.New(pool), p, cfg, nil)
+	return r.Rate, err
 }
 
 // pgCommitP50 is the median time of one write transaction on the server

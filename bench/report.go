@@ -25,13 +25,16 @@ type report struct {
 // methods says, per figure, what is measured and how: one entry per
 // figure, in number order.
 var methods = map[int]string{
-	1: "One-step no-op workflows launched through the public Go API (`runs`) by 16 concurrent launchers, " +
-		"each run executed to `succeeded`, on a fresh store per repetition; throughput counts from the first " +
-		"launch to the last run settled. River v0.51.2 with riversqlite does the same workload in the same " +
-		"process run, on the same disk, with the same pragmas (WAL, the same `synchronous`, busy timeout, " +
-		"immediate transactions): 16 goroutines insert no-op jobs, a no-op worker works them, and completion " +
-		"is counted from River's completion events (sent after the completion is committed). The ratio is " +
-		"computed per repetition from the two figures measured back to back.",
+	1: "Runs of a one-step workflow launched through the public Go API (`runs`) by 16 concurrent launchers, " +
+		"each run executed to `succeeded` (its step's start and result recorded), on a fresh store per measurement. " +
+		"River v0.51.2 with riversqlite and goqite v0.4.0 do the same workload in the same process run, on the same disk, " +
+		"with the same driver and pragmas (WAL, the same `synchronous`, busy timeout, immediate transactions): 16 goroutines " +
+		"insert no-op jobs and no-op workers work them. River runs at its best setting for each sync mode, chosen by the " +
+		"trial at the start of the figure (its table is printed below). Ours goes first in even repetitions and last in odd " +
+		"ones; each ratio is computed per repetition from figures measured back to back.",
+	2: "Figure 1's workload at `synchronous=FULL` with everything Cairn does (SQLite, a journal file and a run lock per " +
+		"run), against the engine alone: the same engine on the memory store with journals and run locks in memory. " +
+		"The share says how much of the engine's speed survives the durable path; the two go first in turn.",
 	3: "The real binary (`go build ./cmd/mcp-host`) runs `serve` over stdio; the harness speaks " +
 		"newline-delimited JSON-RPC itself: `initialize`, `notifications/initialized`, then `tools/call " +
 		"launch_run` of a one-step no-op workflow, one call at a time, measuring each call from writing the " +

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -12,16 +11,23 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// riverConfig is how River is set up for figure 1: the settings that gave
-// River its best throughput on SQLite in our trials (see riverTrial),
-// so that the comparison is against River at its best, not its defaults.
+// riverConfig is how River is set up for figure 1: figure 1 tries each
+// of riverConfigs and compares against the best, per sync mode, so that
+// the comparison is against River at its best, not its defaults.
 type riverConfig struct {
 	MaxWorkers        int
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 }
 
-var riverBest = riverConfig{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
+// riverConfigs are the settings figure 1 tries: River's defaults first.
+var riverConfigs = []riverConfig{
+	{MaxWorkers: 100, FetchCooldown: 100 * time.Millisecond, FetchPollInterval: time.Second}, // River's defaults
+	{MaxWorkers: 100, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+	{MaxWorkers: 100, FetchCooldown: 1 * time.Millisecond, FetchPollInterval: 10 * time.Millisecond},
+	{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+	{MaxWorkers: 20, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond},
+}
 
 func (c riverConfig) String() string {
 	return fmt.Sprintf("MaxWorkers %d, FetchCooldown %s, FetchPollInterval %s", c.MaxWorkers, c.FetchCooldown, c.FetchPollInterval)
@@ -52,50 +58,19 @@ type throughputParams struct {
 	Timeout     time.Duration
 }
 
-// riverThroughput inserts p.Jobs no-op jobs from p.Launchers goroutines
-// into a River client working them, and returns completed jobs per second,
-// counted from the first insert to the last completion River reports
-// (a completion event is sent after the completer has committed it).
-func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (float64, error) {
-	db, err := sql.Open("sqlite", sqliteDSN(p.Dir+"/river.sqlite3", p.Synchronous))
+// riverThroughput is River's side of figure 1: riverJobs with riversqlite
+// on a fresh database in p.Dir, opened as store/sqlite opens its own,
+// counting its commits.
+func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (tpResult, error) {
+	path := p.Dir + "/river.sqlite3"
+	db, err := sql.Open("sqlite", sqliteDSN(path, p.Synchronous))
 	if err != nil {
-		return 0, fmt.Errorf("open river database: %w", err)
+		return tpResult{}, fmt.Errorf("open river database: %w", err)
 	}
 	defer db.Close()
 	// riversqlite's documented requirement: one connection, since River
 	// runs operations in parallel that SQLite would refuse with BUSY.
 	db.SetMaxOpenConns(1)
 
-	return riverJobs(ctx, riversqlite.New(db), p, cfg)
-}
-
-// riverTrial measures River under several configurations, to choose
-// riverBest: the harness compares against River at its best.
-func riverTrial(ctx context.Context, b *bench) int {
-	configs := []riverConfig{
-		{MaxWorkers: 100, FetchCooldown: 100 * time.Millisecond, FetchPollInterval: time.Second}, // River's defaults
-		{MaxWorkers: 100, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-		{MaxWorkers: 100, FetchCooldown: 1 * time.Millisecond, FetchPollInterval: 10 * time.Millisecond},
-		{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-		{MaxWorkers: 20, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond},
-	}
-	for _, sync := range []string{"FULL", "NORMAL"} {
-		for i, c := range configs {
-			for rep := range b.reps {
-				dir, err := os.MkdirTemp(b.disk.Dir, "trial-")
-				if err != nil {
-					b.logf("%v", err)
-					return 1
-				}
-				v, err := riverThroughput(ctx, throughputParams{Dir: dir, Synchronous: sync, Jobs: 2000, Launchers: 16, Timeout: 2 * time.Minute}, c)
-				os.RemoveAll(dir)
-				if err != nil {
-					b.logf("%s config %d: %v", sync, i, err)
-					continue
-				}
-				b.logf("%s  %-70s rep %d: %6.0f jobs/s", sync, c, rep+1, v)
-			}
-		}
-	}
-	return 0
+	return riverJobs(ctx, riversqlite.New(db), p, cfg, func() int64 { return commitsOf(path) })
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,18 +14,21 @@ import (
 )
 
 // riverJobs runs River's side of a throughput figure on driver, whatever
-// the database: it migrates River's schema, starts a client with cfg and a
-// no-op worker, inserts p.Jobs no-op jobs from p.Launchers goroutines and
-// returns completed jobs per second, counted from the first insert to the
-// last completion event (sent after the completer has committed it).
-func riverJobs[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p throughputParams, cfg riverConfig) (float64, error) {
+// the database (SQLite for figure 1, PostgreSQL for figure 11): it
+// migrates River's schema, starts a client with cfg and a no-op worker,
+// inserts p.Jobs no-op jobs from p.Launchers goroutines and measures the
+// steady rate of the completions River reports (a completion event is
+// sent after the completer has committed it; see completions). commits,
+// when not nil, is the database's commit count so far; the result's
+// Commits is then the commits per job.
+func riverJobs[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p throughputParams, cfg riverConfig, commits func() int64) (tpResult, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
 	if err != nil {
-		return 0, fmt.Errorf("create river migrator: %w", err)
+		return tpResult{}, fmt.Errorf("create river migrator: %w", err)
 	}
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return 0, fmt.Errorf("migrate river schema: %w", err)
+		return tpResult{}, fmt.Errorf("migrate river schema: %w", err)
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &noopWorker{})
@@ -36,7 +40,7 @@ func riverJobs[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p t
 		Workers:           workers,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("create river client: %w", err)
+		return tpResult{}, fmt.Errorf("create river client: %w", err)
 	}
 	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
 		ChanSize: p.Jobs + 1024,
@@ -46,54 +50,85 @@ func riverJobs[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p t
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := client.Start(runCtx); err != nil {
-		return 0, fmt.Errorf("start river client: %w", err)
+		return tpResult{}, fmt.Errorf("start river client: %w", err)
 	}
 	defer func() {
 		stopCtx, c := context.WithTimeout(context.Background(), 10*time.Second)
 		defer c()
 		client.Stop(stopCtx)
 	}()
-	start := time.Now()
+
+	var commits0 int64
+	if commits != nil {
+		commits0 = commits()
+	}
+	done := newCompletions(p.Jobs)
+	done.begin()
 	insert := func() error {
 		return parallel(runCtx, p.Jobs, p.Launchers, func(context.Context, int) error {
-			_, err := client.Insert(runCtx, noopArgs{}, nil)
-			return err
+			if _, err := client.Insert(runCtx, noopArgs{}, nil); err != nil {
+				return fmt.Errorf("insert river job: %w", err)
+			}
+			return nil
 		})
 	}
-	return countCompletions(ctx, events, p, start, insert)
+	if err := countCompletions(ctx, cancel, events, p, done, insert); err != nil {
+		return tpResult{}, err
+	}
+	var res tpResult
+	if commits != nil {
+		res.Commits = float64(commits()-commits0) / float64(p.Jobs)
+	}
+	if res.Rate, err = done.steadyRate(); err != nil {
+		return tpResult{}, err
+	}
+	return res, nil
 }
 
-// countCompletions runs insert in the background and counts River's
-// completion events until p.Jobs jobs completed, returning jobs per second
-// since start. The caller cancels what insert uses when it returns early.
-func countCompletions(ctx context.Context, events <-chan *river.Event, p throughputParams, start time.Time, insert func() error) (float64, error) {
+// countCompletions runs insert in the background and marks River's
+// completion events in done until p.Jobs jobs completed. On an early
+// return it cancels what insert uses (cancel) and waits for insert.
+func countCompletions(ctx context.Context, cancel context.CancelFunc, events <-chan *river.Event, p throughputParams, done *completions, insert func() error) error {
+	// inserted gets the inserts' outcome; it is nil once received.
 	inserted := make(chan error, 1)
 	go func() { inserted <- insert() }()
+	waitInserts := func() {
+		if inserted != nil {
+			<-inserted
+		}
+	}
 	deadline := time.NewTimer(p.Timeout)
 	defer deadline.Stop()
-	for done := 0; done < p.Jobs; {
+	n := 0
+	for n < p.Jobs {
 		select {
 		case ev := <-events:
 			if ev.Kind != river.EventKindJobCompleted {
-				return 0, fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
+				cancel()
+				waitInserts()
+				return fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
 			}
-			done++
+			done.mark()
+			n++
 		case err := <-inserted:
-			if err != nil {
-				return 0, fmt.Errorf("insert river job: %w", err)
-			}
 			inserted = nil
+			if err != nil {
+				cancel()
+				return err
+			}
 		case <-deadline.C:
-			return 0, fmt.Errorf("river completed %d of %d jobs in %s", done, p.Jobs, p.Timeout)
+			cancel()
+			waitInserts()
+			return fmt.Errorf("river completed %d of %d jobs in %s", n, p.Jobs, p.Timeout)
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			cancel()
+			waitInserts()
+			return ctx.Err()
 		}
 	}
-	elapsed := time.Since(start)
-	if inserted != nil {
-		if err := <-inserted; err != nil {
-			return 0, fmt.Errorf("insert river job: %w", err)
-		}
+	waitInserts()
+	if n == 0 {
+		return errors.New("river completed no job")
 	}
-	return float64(p.Jobs) / elapsed.Seconds(), nil
+	return nil
 }
