@@ -65,7 +65,9 @@ var figures = []figure{
 	{5, "Session append at 10 vs 100,000 existing messages", figSessionAppend},
 	{6, "Start until tools/list is answered", figStartup},
 	{7, "Resident memory of serve", figMemory},
-	{8, "Dead owner to adopted", figAdoption},
+	{figAdopt, "Dead owner to adopted", figAdoption},
+	{figIdle, "Idle serves beside a busy owner", figIdleCost},
+	{figOutLat, "Output latency of read_run_output", figOutputLatency},
 }
 
 func main() {

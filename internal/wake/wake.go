@@ -43,10 +43,17 @@ func (s *Sub) Close() {
 	s.d.mu.Unlock()
 }
 
-// WatchDir starts watching dir. Close it when done.
-func WatchDir(dir string) (*Dir, error) {
+// WatchDir starts watching dir for files written, created, deleted or
+// moved. Close it when done.
+func WatchDir(dir string) (*Dir, error) { return watch(dir, true) }
+
+// WatchDirEntries is WatchDir for files created, deleted or moved only,
+// not written: a watch that stays asleep while a database commits.
+func WatchDirEntries(dir string) (*Dir, error) { return watch(dir, false) }
+
+func watch(dir string, writes bool) (*Dir, error) {
 	d := &Dir{subs: map[*Sub]struct{}{}}
-	impl, err := watchDir(dir, d.deliver, d.end)
+	impl, err := watchDir(dir, writes, d.deliver, d.end)
 	if err != nil {
 		return nil, err
 	}

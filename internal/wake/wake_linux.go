@@ -11,9 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirMask: a file written (a WAL append, a journal line), created, moved
-// in, or the folder itself going away.
-const dirMask = unix.IN_MODIFY | unix.IN_CREATE | unix.IN_MOVED_TO |
+// entriesMask: a file created, deleted, moved in or out, or the folder
+// itself going away; with IN_MODIFY, a file written too (a WAL append, a
+// journal line).
+const entriesMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
 type inotifyDir struct {
@@ -22,12 +23,16 @@ type inotifyDir struct {
 	err  error
 }
 
-func watchDir(dir string, deliver func([]string), end func(error)) (dirImpl, error) {
+func watchDir(dir string, writes bool, deliver func([]string), end func(error)) (dirImpl, error) {
+	mask := uint32(entriesMask)
+	if writes {
+		mask |= unix.IN_MODIFY
+	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", dir, err)
 	}
-	if _, err := unix.InotifyAddWatch(fd, dir, dirMask); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, dir, mask); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("watch %s: %w", dir, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-func watchDir(dir string, _ func([]string), _ func(error)) (dirImpl, error) {
+func watchDir(dir string, _ bool, _ func([]string), _ func(error)) (dirImpl, error) {
 	return nil, fmt.Errorf("watch %s: %w", dir, errors.ErrUnsupported)
 }
 

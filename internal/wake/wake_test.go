@@ -130,3 +130,31 @@ func TestExitStopAndGone(t *testing.T) {
 		t.Fatalf("WatchExit of a reaped process: %v, want os.ErrProcessDone", err)
 	}
 }
+
+func TestDirEntriesTellsOfCreationAndRemoval(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.sqlite3")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := WatchDirEntries(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := d.Subscribe("state.sqlite3")
+	if err := os.WriteFile(path, []byte("a write"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The removal's event comes after the write's would have: only it
+	// may arrive.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	within(t, s.C(), "event for the removal")
+	if err := os.WriteFile(path, nil, 0o600); err != nil { // created again
+		t.Fatal(err)
+	}
+	within(t, s.C(), "event for the creation")
+}

@@ -13,6 +13,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cairnhq/cairn/internal/clock"
+	"github.com/cairnhq/cairn/internal/wake"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -131,23 +132,44 @@ func (s *Store) checkFile() error {
 }
 
 // fileCheckEvery is how often the store looks at its file between
-// commits, so that a vanished database is noticed without a write.
-const fileCheckEvery = time.Second
+// commits, so that a vanished database is noticed without a write, where
+// the folder cannot be watched; with a watch (inotify), a deletion or a
+// replacement is noticed at once, and fileCheckBackstop catches what no
+// event tells (a folder above the state folder moved).
+const (
+	fileCheckEvery    = time.Second
+	fileCheckBackstop = 10 * time.Second
+)
 
-// watchFile checks the file every fileCheckEvery until stop is closed.
+// watchFile checks the file on each change in its folder and every
+// fileCheckBackstop (every fileCheckEvery without a watch), until stop is
+// closed.
 func (s *Store) watchFile(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := clock.NewTicker(s.clk, fileCheckEvery)
-	defer t.Stop()
+	every := fileCheckEvery
+	var changed <-chan struct{}
+	d, err := wake.WatchDirEntries(filepath.Dir(s.path))
+	if err == nil {
+		defer d.Close()
+		changed, every = d.Subscribe(filepath.Base(s.path)).C(), fileCheckBackstop
+	}
+	t := clock.NewTicker(s.clk, every)
+	defer func() { t.Stop() }()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			if s.checkFile() != nil {
-				return
+		case <-changed:
+			if d.Err() != nil { // the watch ended: poll
+				changed = nil
+				t.Stop()
+				t = clock.NewTicker(s.clk, fileCheckEvery)
 			}
 		}
+		// Once the store stopped for good this costs nothing; the ticker
+		// stays armed until stop.
+		s.checkFile()
 	}
 }
 
