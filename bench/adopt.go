@@ -37,7 +37,7 @@ func figAdoption(ctx context.Context, b *bench) error {
 	}
 	b.rec.declare(figAdopt, "SIGKILL to adopted p50", "ms", atMost(50))
 	b.rec.declare(figAdopt, "SIGKILL to adopted max", "ms", atMost(200))
-	b.rec.note(figAdopt, "%d kills, each on a fresh workspace. Owner: `mcp-host run slow` (attached), killed while its step (`sleep 20`, safe to repeat) runs. Peer: `mcp-host worker`, started after the step and holding locks/worker before the kill. Adopted = the run's owner pid in the store is the worker's (read every millisecond from the harness). The kill comes at a random moment 0–300 ms after the worker holds its lock. The p50 and max rows are computed over all the kills (one sample each); the per-kill row shows their spread.", kills)
+	b.rec.note(figAdopt, "%d kills, each on a fresh workspace. Owner: `mcp-host run slow` (attached), killed while its step (`sleep 20`, safe to repeat) runs. Peer: `mcp-host worker`, started after the step and holding locks/worker before the kill. Adopted = the run's owner pid in the store is the worker's (read every millisecond from the harness). The kill comes at a random moment 0–300 ms after the worker holds its lock. The p50 and max rows are computed over all the kills (one sample each); the per-kill row shows their spread. Load average at the start: %s (2 cores).", kills, loadAvg())
 	var all []float64
 	for k := range kills {
 		w, err := newWorkspace(ctx, b.disk.Dir, fmt.Sprintf("adopt-%d", k))

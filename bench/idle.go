@@ -57,7 +57,7 @@ func figIdleCost(ctx context.Context, b *bench) error {
 	}
 	b.rec.declare(figIdle, "CPU of the busiest idle serve", "%", atMost(0.1))
 	b.rec.declare(figIdle, "SIGKILL of the owner to all its runs adopted", "ms", atMost(200))
-	b.rec.note(figIdle, "%d idle serves, %d runs (`sleep 600`) owned by another serve, a window of %s after %s of settling, %d repetitions (a fresh workspace each). Adoption: the owner is SIGKILLed after the window; the harness reads the runs every millisecond.", serves, owned, window, settle, reps)
+	b.rec.note(figIdle, "%d idle serves, %d runs (`sleep 600`) owned by another serve, a window of %s after %s of settling, %d repetitions (a fresh workspace each). Adoption: the owner is SIGKILLed after the window; the harness reads the runs every millisecond. Load average at the start: %s (2 cores).", serves, owned, window, settle, reps, loadAvg())
 	if b.short {
 		b.rec.note(figIdle, "smoke sizes: the 10 ms tick of utime+stime is too coarse for a 2 s window")
 	}

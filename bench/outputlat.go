@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,12 +31,15 @@ func init() {
 	}
 }
 
-// tickWorkflow prints lines stamped with the time they were printed.
+// tickScript prints lines stamped with the time they were printed.
+const tickScript = `i=0; while [ $i -lt %d ]; do i=$((i+1)); echo "tick $(date +%%s%%N)"; sleep 0.02; done`
+
+// tickWorkflow runs tickScript as its step.
 const tickWorkflow = `name: ticks
 description: Prints a time-stamped line every 20 ms (the output-latency figure).
 steps:
   - id: tick
-    shell: 'i=0; while [ $i -lt %d ]; do i=$((i+1)); echo "tick $(date +%%s%%N)"; sleep 0.02; done'
+    shell: '%s'
     timeout: 10m
 `
 
@@ -46,7 +51,7 @@ func figOutputLatency(ctx context.Context, b *bench) error {
 	}
 	b.rec.declare(figOutLat, "line to client p50", "ms", atMost(5))
 	b.rec.declare(figOutLat, "line to client p99", "ms", atMost(20))
-	b.rec.note(figOutLat, "%d lines per repetition, one step (a shell loop) of one run; the serve executes the run itself (it launched it).", lines)
+	b.rec.note(figOutLat, "%d lines per repetition, one step (a shell loop) of one run; the serve executes the run itself (it launched it). Load average at the start: %s (2 cores). The floor of the method on this machine: the same loop read by the harness straight from the shell's pipe, without Cairn (a diagnostic row).", lines, loadAvg())
 	for rep := range b.reps {
 		w, err := newWorkspace(ctx, b.disk.Dir, fmt.Sprintf("outlat-%d", rep))
 		if err != nil {
@@ -64,6 +69,12 @@ func figOutputLatency(ctx context.Context, b *bench) error {
 		b.rec.add(figOutLat, "diagnostic: printed to journal record (the record's time) p50", "ms", goal{}, percentile(toJournal, 50))
 		b.rec.add(figOutLat, "diagnostic: journal record to client p50", "ms", goal{}, percentile(fromJournal, 50))
 		b.rec.add(figOutLat, "diagnostic: journal record to client p99", "ms", goal{}, percentile(fromJournal, 99))
+		floor, err := pipeLatency(ctx, lines)
+		if err != nil {
+			return err
+		}
+		b.rec.add(figOutLat, "diagnostic: the same lines read from the shell's pipe, no Cairn, p50", "ms", goal{}, percentile(floor, 50))
+		b.rec.add(figOutLat, "diagnostic: the same lines read from the shell's pipe, no Cairn, p99", "ms", goal{}, percentile(floor, 99))
 		b.logf("fig %d: rep %d: %d lines, p50 %.2f ms, p99 %.2f ms", figOutLat, rep+1, len(lat), percentile(lat, 50), percentile(lat, 99))
 	}
 	return nil
@@ -74,7 +85,7 @@ func figOutputLatency(ctx context.Context, b *bench) error {
 // supervisor stamps it), and from there to the client.
 func outputLatencyOnce(ctx context.Context, b *bench, w *benchWorkspace, lines int) (lat, toJournal, fromJournal []float64, err error) {
 	wf := filepath.Join(w.Dir, workspace.DefsDirName, "workflows", "ticks.yaml")
-	if err := os.WriteFile(wf, []byte(fmt.Sprintf(tickWorkflow, lines)), 0o600); err != nil {
+	if err := os.WriteFile(wf, []byte(fmt.Sprintf(tickWorkflow, fmt.Sprintf(tickScript, lines))), 0o600); err != nil {
 		return nil, nil, nil, err
 	}
 	h, err := serve(ctx, b, w)
@@ -137,4 +148,41 @@ func outputLatencyOnce(ctx context.Context, b *bench, w *benchWorkspace, lines i
 		return nil, nil, nil, fmt.Errorf("read %d of the %d lines", len(lat), lines)
 	}
 	return lat, toJournal, fromJournal, nil
+}
+
+// pipeLatency runs tickScript with its output piped to the harness and
+// returns each line's latency: the floor of this measurement (fork, exit
+// and scheduling on this machine now), without Cairn.
+func pipeLatency(ctx context.Context, lines int) ([]float64, error) {
+	cmd := exec.CommandContext(ctx, "sh", "-c", fmt.Sprintf(tickScript, lines))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var lat []float64
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		got := time.Now()
+		if ns, ok := strings.CutPrefix(sc.Text(), "tick "); ok {
+			if at, err := strconv.ParseInt(ns, 10, 64); err == nil {
+				lat = append(lat, ms(got.Sub(time.Unix(0, at))))
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("run the tick loop: %w", err)
+	}
+	return lat, nil
+}
+
+// loadAvg is the machine's load averages (1, 5, 15 minutes), for notes.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
