@@ -133,42 +133,51 @@ func (s *Store) checkFile() error {
 
 // fileCheckEvery is how often the store looks at its file between
 // commits, so that a vanished database is noticed without a write, where
-// the folder cannot be watched; with a watch (inotify), a deletion or a
-// replacement is noticed at once, and fileCheckBackstop catches what no
-// event tells (a folder above the state folder moved).
-const (
-	fileCheckEvery    = time.Second
-	fileCheckBackstop = 10 * time.Second
-)
+// its folder cannot be watched. With a watch (inotify on the folder's
+// entries, asleep while the database commits) there is no timer at all:
+// the look comes fileCheckEvery after a file of the folder was deleted,
+// created or renamed (a write meanwhile finds out first, and is refused
+// naming the folder). A folder above the state folder moved away sends no
+// event: the next write finds it out.
+const fileCheckEvery = time.Second
 
-// watchFile checks the file on each change in its folder and every
-// fileCheckBackstop (every fileCheckEvery without a watch), until stop is
-// closed.
+// watchFile checks the file as above until stop is closed; once the store
+// stopped for good a check costs nothing.
 func (s *Store) watchFile(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	every := fileCheckEvery
-	var changed <-chan struct{}
+	var (
+		changed <-chan struct{}
+		tick    <-chan time.Time
+		soon    <-chan time.Time // a look after an event
+	)
 	d, err := wake.WatchDirEntries(filepath.Dir(s.path))
 	if err == nil {
 		defer d.Close()
-		changed, every = d.Subscribe(filepath.Base(s.path)).C(), fileCheckBackstop
+		changed = d.Subscribe(filepath.Base(s.path)).C()
+	} else {
+		t := clock.NewTicker(s.clk, fileCheckEvery)
+		defer t.Stop()
+		tick = t.C
 	}
-	t := clock.NewTicker(s.clk, every)
-	defer func() { t.Stop() }()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-tick:
 		case <-changed:
-			if d.Err() != nil { // the watch ended: poll
+			if d.Err() != nil { // the watch ended (the folder went): poll
 				changed = nil
-				t.Stop()
-				t = clock.NewTicker(s.clk, fileCheckEvery)
+				t := clock.NewTicker(s.clk, fileCheckEvery)
+				defer t.Stop()
+				tick = t.C
 			}
+			if soon == nil {
+				soon = s.clk.NewTimer(fileCheckEvery).C()
+			}
+			continue
+		case <-soon:
+			soon = nil
 		}
-		// Once the store stopped for good this costs nothing; the ticker
-		// stays armed until stop.
 		s.checkFile()
 	}
 }
