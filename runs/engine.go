@@ -321,4 +321,7 @@ func (e *Engine) Stop() {
 	hard.Stop()
 	e.cancel(errStopping)
 	e.locker.close()
+	if jw, ok := e.journals.(journalWatcher); ok {
+		jw.closeWatch()
+	}
 }

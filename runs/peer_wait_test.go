@@ -68,8 +68,11 @@ func TestWaitingPeerAdoptsWhenTheOwnerDies(t *testing.T) {
 
 func TestWaitingPeerAdoptsAQueuedRunOnItsCommit(t *testing.T) {
 	t.Parallel()
-	te := setup(t, map[string]string{"one.yaml": "steps:\n  - id: one\n    exec: [\"true\"]\n"})
-	peer := te.engine(func(o *Options) { o.Clock = clock.NewFake(time.Now()) })
+	// An ask: the adopting peer parks the run on it, with no process or
+	// timer of its fake clock involved.
+	te := setup(t, map[string]string{"one.yaml": "steps:\n  - id: q\n    ask: \"Go on?\"\n"})
+	clk := clock.NewFake(time.Now())
+	peer := te.engine(func(o *Options) { o.Clock = clk })
 	if err := peer.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +82,13 @@ func TestWaitingPeerAdoptsAQueuedRunOnItsCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := te.wait(peer, r.ID); done.Status != store.RunSucceeded {
-		t.Fatalf("queued run: %s %s", done.Status, done.Error)
+	// The peer looks at commits at most every AdoptEvery: should another
+	// commit (a checkpoint) have come just before, the look at this one
+	// is due one AdoptEvery later. That is far from the sweep (50 of them).
+	clk.BlockUntil(1)
+	clk.Advance(100 * time.Millisecond)
+	if done := te.wait(peer, r.ID); done.Status != store.RunWaiting || done.Question == nil {
+		t.Fatalf("queued run: %s %s, want parked on its question by the peer", done.Status, done.Error)
 	}
 }
 
