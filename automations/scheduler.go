@@ -44,7 +44,9 @@ type Config struct {
 	DiskGuard *diskfree.Guard
 
 	// LockRetry is how often a follower tries locks/scheduler (default
-	// 500ms): a dead leader is replaced within about that long.
+	// 500ms) where it cannot wait on the leader (locks.Duty.WaitFree: its
+	// exit, its lock file, its lease's expiry), so a dead leader is
+	// replaced at once, or within about LockRetry.
 	LockRetry time.Duration
 	// Lease is the length of the scheduler's lease (default
 	// locks.DefaultLease, renewed every fifth of it): a leader that stops
@@ -247,6 +249,7 @@ func (s *Scheduler) run(ctx context.Context) {
 	defer close(s.done)
 	for {
 		h, err := s.duty.TryTake(ctx)
+		var held *locks.DutyHeldError
 		switch {
 		case err == nil:
 			s.lead(ctx, h)
@@ -257,6 +260,12 @@ func (s *Scheduler) run(ctx context.Context) {
 				s.log.Warn("release the scheduler lock", "err", err)
 			}
 			s.signal(eventLeft)
+		case errors.As(err, &held):
+			// Wait for the leader to go rather than try every LockRetry.
+			if s.duty.WaitFree(ctx, held, s.cfg.LockRetry) != nil {
+				return
+			}
+			continue
 		case !errors.Is(err, locks.ErrHeld):
 			s.log.Warn("take the scheduler lock", "err", err)
 		}

@@ -52,8 +52,22 @@ var limits = map[int]func(*recorder) string{
 			val(r, 4, "diagnostic: all fires in one transaction, p50"), val(r, 4, "diagnostic: all fires in one transaction, p99"), val(r, 4, "diagnostic: lag added per fire"))
 	},
 	5: func(r *recorder) string {
-		return fmt.Sprintf("Adoption took %s (median; spread in the table): a peer looks for runs whose lock is free every runs.Options.AdoptEvery (100 ms), "+
-			"so a dead owner's run waits for the peer's next pass, then one commit to claim it.", val(r, 5, "SIGKILL to adopted"))
+		return fmt.Sprintf("Adoption p50 %s, max %s over the kills. A peer waits on the exit of each run's owner (a pidfd in the runtime's poller): "+
+			"the kernel frees the dead owner's run lock and wakes the peer at once, which then lists the runnable runs, takes the lock and claims the run "+
+			"in one commit (a durable fsync at FULL). What is left is that commit and the scheduling of the 2-core machine; a miss here is the machine's "+
+			"load at that instant (see `uptime` in the log).", val(r, 5, "SIGKILL to adopted p50"), val(r, 5, "SIGKILL to adopted max"))
+	},
+	6: func(r *recorder) string {
+		return fmt.Sprintf("The busiest idle serve used %s (median serve %s, %s wake-ups a second). The serves wait on the owner's exit and on "+
+			"writes to the database's files (inotify) instead of polling; what wakes them is the owner's lease renewal every second (a write to the "+
+			"database: each serve looks at the run changes once, one indexed query), the store's check of its file every second, and the runtime's timers.",
+			val(r, 6, "CPU of the busiest"), val(r, 6, "CPU of the median"), val(r, 6, "diagnostic: wake-ups"))
+	},
+	7: func(r *recorder) string {
+		return fmt.Sprintf("p50 %s, p99 %s. A line goes from the step's process through its supervisor, which appends it to the run's journal file; "+
+			"the serve's follower waits on that file (inotify) and reads the new records, then the reply crosses the stdio pipe. "+
+			"The time printed is taken by `date` just before `echo` writes the line, so the fork and exit of `date` count too.",
+			val(r, 7, "line to client p50"), val(r, 7, "line to client p99"))
 	},
 	8: func(r *recorder) string {
 		return fmt.Sprintf("Start-up with the runs takes %s and with an empty store %s, both with the database evicted; until tools/list the serve read "+

@@ -68,6 +68,8 @@ var figures = []figure{
 	{3, "launch_run round trip over stdio", figLaunchRoundTrip},
 	{4, "Fire lag per fire of 1,000 cron automations due in the same minute", figFireLag},
 	{5, "Dead owner to adopted", figAdoption},
+	{6, "Idle serves beside a busy owner", figIdleCost},
+	{7, "Output latency of read_run_output", figOutputLatency},
 	{8, "Cold start and resident memory of serve", figColdStart},
 	{9, "fsync ceiling of the disk, appending as the WAL does", figFsync},
 	{10, "Session append at 10 vs 100,000 existing messages", figSessionAppend},

@@ -46,7 +46,16 @@ var methods = map[int]string{
 		"(the store call that recorded it returned) minus the nominal time.",
 	5: "A run whose only step takes long is executed by one `mcp-host` process while another peer " +
 		"(`mcp-host worker`) is up; the owner is SIGKILLed and the time until the peer has claimed the run " +
-		"(the run's owner pid in the store becomes the peer's) is measured.",
+		"(the run's owner pid in the store becomes the peer's) is measured, over many kills.",
+	6: "Ten `mcp-host serve` processes on one workspace, each with an initialized MCP client on stdio " +
+		"(the harness), idle, while another `mcp-host serve` (started first, so it also holds the scheduler duty and " +
+		"renews its lease every second) owns ten running runs. CPU = utime+stime from /proc/<pid>/stat over the window " +
+		"(10 ms ticks), per serve; then the owner is SIGKILLed and the time until the idle serves have adopted all ten runs " +
+		"is measured, as in figure 5.",
+	7: "A step prints a line every 20 ms, each holding the wall-clock time it was printed " +
+		"(`date +%s%N`, then `echo`); the harness, a client of `mcp-host serve` over stdio, follows the run with " +
+		"`read_run_output` and `wait_seconds`, passing each `next_cursor` back at once, so it is blocked in the call " +
+		"when a line comes. Latency = the time the harness read the response holding the line minus the time in the line.",
 	8: "Wall time from starting `mcp-host serve` until its answer to `tools/list` (sent right after " +
 		"`initialize`) is read, on a store holding 100,000 settled runs with steps and journals, and on an " +
 		"empty one, the database evicted from the page cache before each start; then VmRSS and VmHWM of an " +

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 )
 
@@ -205,10 +204,7 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 // noteLoad notes the machine's load average (/proc/loadavg) in fig: on a
 // shared machine, how much CPU the measurements could get.
 func noteLoad(b *bench, fig int) {
-	if s, err := os.ReadFile("/proc/loadavg"); err == nil {
-		f := strings.Fields(string(s))
-		if len(f) >= 3 {
-			b.rec.note(fig, "Load average (1, 5, 15 min) at %s: %s %s %s on %d cores.", time.Now().UTC().Format("15:04:05 UTC"), f[0], f[1], f[2], runtime.NumCPU())
-		}
+	if l := loadAverage(); l != "" {
+		b.rec.note(fig, "Load average (1, 5, 15 min) at %s: %s on %d cores.", time.Now().UTC().Format("15:04:05 UTC"), l, runtime.NumCPU())
 	}
 }
