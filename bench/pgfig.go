@@ -35,7 +35,7 @@ func figPostgres(ctx context.Context, b *bench) error {
 		return err
 	}
 	defer srv.close()
-	b.rec.note(11, "PostgreSQL %s at %s. %s runs (jobs) per measurement, %d concurrent launchers (inserters), a fresh database for each measurement, %d repetitions; ours launches a one-step workflow whose step runs (an http GET to a server in the harness that answers 204 at once: its start and result recorded, no process forked) through runs.Engine on store/postgres (pgxpool of 32 connections), each run executed to succeeded; River inserts no-op jobs worked by a no-op worker (riverpgxv5 on a pgxpool), counted from the first insert to the last completion event.", srv.serverVersion(ctx), srv.admin.Redacted(), count(p.Jobs), p.Launchers, reps)
+	b.rec.note(11, "PostgreSQL %s at %s. %s runs (jobs) per measurement, %d concurrent launchers (inserters), a fresh database for each measurement, %d repetitions; ours launches a one-step workflow whose step runs (an http GET to a server in the harness that answers 204 at once: its start and result recorded, no process forked) through runs.Engine on store/postgres (pgxpool of 32 connections), each run executed to succeeded; River inserts no-op jobs worked by a no-op worker (riverpgxv5 on a pgxpool) through the runner figure 1 uses; both rates are steady: completions between the 10th and the 90th percentile of completion times (ours: SettleRun returned; River: its completion event), divided by the time between them.", srv.serverVersion(ctx), srv.admin.Redacted(), count(p.Jobs), p.Launchers, reps)
 	b.rec.note(11, "River's figure per repetition is the best of %d settings measured in it: %s.", len(pgRiverConfigs), riverConfigList(pgRiverConfigs))
 	for rep := range reps {
 		var ours, best float64
