@@ -9,10 +9,10 @@ import (
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
-// The peers of these tests run on a fake clock that the test does not
+// Most peers of these tests run on a fake clock that the test does not
 // advance (unless it says so): their poll and sweep timers never fire, so
-// whatever they do was woken by an event (an owner's exit, a commit, the
-// next wake time).
+// whatever they do was woken by an event (an owner's exit, the next wake
+// time).
 
 // waitStore waits, with a generous deadline, until cond holds, looking
 // again after each commit to te's database by any process.
@@ -66,27 +66,22 @@ func TestWaitingPeerAdoptsWhenTheOwnerDies(t *testing.T) {
 	}
 }
 
-func TestWaitingPeerAdoptsAQueuedRunOnItsCommit(t *testing.T) {
+// TestWaitingPeerAdoptsAQueuedRun: a run queued by another engine is
+// adopted by a waiting peer (on the real clock: the look at a commit is
+// rate-limited by AdoptEvery, which a fake clock would hold back).
+func TestWaitingPeerAdoptsAQueuedRun(t *testing.T) {
 	t.Parallel()
-	// An ask: the adopting peer parks the run on it, with no process or
-	// timer of its fake clock involved.
+	// An ask: the adopting peer parks the run on it.
 	te := setup(t, map[string]string{"one.yaml": "steps:\n  - id: q\n    ask: \"Go on?\"\n"})
-	clk := clock.NewFake(time.Now())
-	peer := te.engine(func(o *Options) { o.Clock = clk })
+	peer := te.engine()
 	if err := peer.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Queued by another engine (its own lock table handle and store
-	// writes): only the commit tells the peer.
+	// Queued by another engine, not started: only the peer executes it.
 	r, err := te.e.Launch(te.ctx, LaunchParams{Target: "one", Detach: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The peer looks at commits at most every AdoptEvery: should another
-	// commit (a checkpoint) have come just before, the look at this one
-	// is due one AdoptEvery later. That is far from the sweep (50 of them).
-	clk.BlockUntil(1)
-	clk.Advance(100 * time.Millisecond)
 	if done := te.wait(peer, r.ID); done.Status != store.RunWaiting || done.Question == nil {
 		t.Fatalf("queued run: %s %s, want parked on its question by the peer", done.Status, done.Error)
 	}
