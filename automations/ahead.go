@@ -16,9 +16,10 @@ import (
 // for all the others. Instead, when the earliest due time is within
 // Config.Ahead, the leader prepares the fires due at it: their runs (input
 // and literals), their missed counts and next due times, computed from the
-// automations as the pass read them. At the slot it hands them all to the
-// store in one FireMany, one transaction, and only then runs the pass that
-// does the rest.
+// automations as the pass read them. At the slot it hands them to the
+// store in slices (Config.FireSlice fires per FireMany, one transaction
+// each), so that the early fires are durable without waiting for the late
+// ones, and only then runs the pass that does the rest.
 //
 // A prepared fire is only a proposal. The store checks each one as it
 // checks any fire (the unique slot, the cursor, the overlap policy) and
@@ -149,7 +150,7 @@ func (s *Scheduler) armedDue() bool {
 	return s.armed != nil && !s.cfg.Clock.Now().Before(s.armed.at)
 }
 
-// fireArmed commits the prepared fires in one store operation once their
+// fireArmed commits the prepared fires in slices (fireSliced) once their
 // slot has come. Fires it could not do are left to the pass that follows.
 func (s *Scheduler) fireArmed(ctx context.Context) {
 	armed := s.armed
@@ -172,13 +173,7 @@ func (s *Scheduler) fireArmed(ctx context.Context) {
 	if len(ps) == 0 {
 		return
 	}
-	outs, err := s.storeFireMany(ctx, ps)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("fire prepared slot", "slot", armed.at, "fires", len(ps), "err", err)
-		}
-		return
-	}
+	outs := s.fireSliced(ctx, ps)
 	refused := 0
 	s.mu.Lock()
 	for i, o := range outs {

@@ -20,12 +20,13 @@
 // Cron slots are often shared (every minute, every hour on the hour). The
 // leader prepares the fires of its next slot shortly before it
 // (Config.Ahead): it builds their runs and computes their next due times
-// from the automations as it read them. At the slot it commits them all
-// in one store operation (store.FireMany), each fire checked in the
-// store as any fire is, plus that nothing it was prepared from changed
-// (store.FireExpect); the pass that follows fires anything the batch
-// could not, from a fresh read. So a thousand fires due at one instant
-// cost one transaction, and each is recorded as late as that commit.
+// from the automations as it read them. At the slot it commits them in
+// slices (Config.FireSlice fires per store.FireMany, two slices in flight
+// so the store's writer has the next one queued), each fire checked in the store as
+// any fire is, plus that nothing it was prepared from changed
+// (store.FireExpect); the pass that follows fires anything a slice could
+// not, from a fresh read. So a thousand fires due at one instant cost ten
+// transactions, and each is durable as soon as its own slice.
 //
 // # Triggers
 //

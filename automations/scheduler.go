@@ -44,7 +44,9 @@ type Config struct {
 	DiskGuard *diskfree.Guard
 
 	// LockRetry is how often a follower tries locks/scheduler (default
-	// 500ms): a dead leader is replaced within about that long.
+	// 500ms) where it cannot wait on the leader (locks.Duty.WaitFree: its
+	// exit, its lock file, its lease's expiry), so a dead leader is
+	// replaced at once, or within about LockRetry.
 	LockRetry time.Duration
 	// Lease is the length of the scheduler's lease (default
 	// locks.DefaultLease, renewed every fifth of it): a leader that stops
@@ -75,10 +77,14 @@ type Config struct {
 	OnPause     func(a *store.Automation)
 	// Ahead is how long before a cron slot the leader prepares the fires
 	// due at it (builds their runs, computes their next due times), so
-	// that at the slot it only commits them, every fire due at that
-	// instant in one store operation (store.FireMany). Default 2s;
+	// that at the slot it only commits them, in slices of FireSlice, a
+	// store operation (store.FireMany) each. Default 2s;
 	// negative: never ahead (each slot is fired by a pass after it).
 	Ahead time.Duration
+	// FireSlice is how many prepared fires one store operation commits
+	// (default 100): smaller slices make the first fires of a slot
+	// durable sooner, at the cost of a commit each (see fireSliced).
+	FireSlice int
 }
 
 // Scheduler fires automations. Every process may run one; the one holding
@@ -167,6 +173,9 @@ func New(cfg Config) *Scheduler {
 	if cfg.Ahead == 0 {
 		cfg.Ahead = 2 * time.Second
 	}
+	if cfg.FireSlice <= 0 {
+		cfg.FireSlice = 100
+	}
 	return &Scheduler{
 		cfg:      cfg,
 		log:      cfg.Log,
@@ -243,6 +252,7 @@ func (s *Scheduler) run(ctx context.Context) {
 	defer close(s.done)
 	for {
 		h, err := s.duty.TryTake(ctx)
+		var held *locks.DutyHeldError
 		switch {
 		case err == nil:
 			s.lead(ctx, h)
@@ -253,6 +263,12 @@ func (s *Scheduler) run(ctx context.Context) {
 				s.log.Warn("release the scheduler lock", "err", err)
 			}
 			s.signal(eventLeft)
+		case errors.As(err, &held):
+			// Wait for the leader to go rather than try every LockRetry.
+			if s.duty.WaitFree(ctx, held, s.cfg.LockRetry) != nil {
+				return
+			}
+			continue
 		case !errors.Is(err, locks.ErrHeld):
 			s.log.Warn("take the scheduler lock", "err", err)
 		}

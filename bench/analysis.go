@@ -13,47 +13,85 @@ import (
 var limits = map[int]func(*recorder) string{
 	1: func(r *recorder) string {
 		disk := ""
-		if v := val(r, 2, "write+fsync 4 KiB"); v != "—" {
-			disk = fmt.Sprintf(" The disk sustains %s of 4 KiB write+fsync (figure 2); group commit puts many runs in one fsync, so the disk is not the limit.", v)
+		if v := val(r, 9, "append 4 KiB + fsync"); v != "—" {
+			disk = fmt.Sprintf(" The disk sustains %s of 4 KiB append+fsync (figure 9): a peer with more commits than fsyncs the disk allows per job is bound by the disk, ours by its writer.", v)
 		}
-		return fmt.Sprintf("This run: ours %s at FULL and %s at NORMAL, River %s and %s.%s "+
-			"Our limit is the single SQLite writer goroutine: about 100–120 µs of CPU per run (two write operations of some eleven statements, plus the WAL writes) "+
-			"on a 2-core machine shared with the launchers and the engine. The diagnostic rows: with journals and run locks in memory %s, with the memory store as well %s, "+
-			"%s write operations per run. Next levers: a cheaper operations record, WAL checkpoints off the commit path.",
-			val(r, 1, "ours, FULL"), val(r, 1, "ours, NORMAL"), val(r, 1, "River, FULL"), val(r, 1, "River, NORMAL"), disk,
-			val(r, 1, "diagnostic: ours, FULL, journals"), val(r, 1, "diagnostic: ours, memory store"), val(r, 1, "diagnostic: store write operations"))
+		return fmt.Sprintf("This run: ours %s at FULL and %s at NORMAL; River at its best %s and %s; goqite %s and %s. "+
+			"The peers are bound by their commits: River %s commits and %s fsyncs per job at FULL, goqite %s and %s (a transaction for the send, "+
+			"the receive and the delete); ours groups %s commits per run (%s fsyncs) and is bound instead by its single writer, busy %s of the time "+
+			"(figure 2 says what that writer costs). The cheapest run (`if: false`, no step start) does %s. "+
+			"Where CPU rather than the disk is what the process lacks (NORMAL, or a loaded machine: see the load average), CPU per job decides: "+
+			"ours %s per run at NORMAL, River %s, goqite %s per job.%s",
+			val(r, 1, "ours, FULL"), val(r, 1, "ours, NORMAL"), val(r, 1, "River, FULL"), val(r, 1, "River, NORMAL"),
+			val(r, 1, "goqite, FULL"), val(r, 1, "goqite, NORMAL"),
+			val(r, 1, "River, FULL: commits"), val(r, 1, "River, FULL: fsyncs"), val(r, 1, "goqite, FULL: commits"), val(r, 1, "goqite, FULL: fsyncs"),
+			val(r, 1, "ours, FULL: commits"), val(r, 1, "ours, FULL: fsyncs"), val(r, 2, "ours, FULL: writer goroutine busy"),
+			val(r, 1, "diagnostic: ours, FULL, the cheapest run"),
+			val(r, 1, "ours, NORMAL: CPU"), val(r, 1, "River, NORMAL: CPU"), val(r, 1, "goqite, NORMAL: CPU"), disk)
 	},
+	2: func(r *recorder) string { return engineShareLimit(r) },
 	3: func(r *recorder) string {
-		return fmt.Sprintf("Not the transport: a ping takes %s over the same pipes, while runs.Engine.Launch alone, in process, takes %s, almost all of it the durable "+
-			"commit of the new run (an fsync at FULL, p50 %s on this disk, plus about 14 page writes), which in a serve also waits behind or shares the commit of the "+
-			"previous run's settle. mcp-go adds roughly 0.2 ms of CPU per call (two JSON decodes and a goroutine per request). Next levers: a cheaper per-call path in "+
-			"the MCP layer, and fewer pages per commit.",
-			val(r, 3, "ping p50"), val(r, 3, "diagnostic: runs.Engine.Launch"), val(r, 2, "latency p50"))
+		return fmt.Sprintf("This run: launch_run p50 %s against a floor of fsync p50 %s + ping p50 %s; p99 %s. Measured parts of a call: "+
+			"a tool call that reads (get_run) takes %s, so the MCP layer adds little over ping; runs.Engine.Launch alone, in process, takes %s (one durable commit "+
+			"of the queued run); and a refused cancel_run, whose only write is its audit entry, takes %s: an audited call commits its audit entry after the "+
+			"action and before it answers, so launch_run waits for two commits in a row (the run's, then its audit entry's), and in a serve either may also wait "+
+			"behind the commit of the previous run's settle. One commit per call (the audit entry written in the run's transaction, or committed after the answer) "+
+			"is the lever; the first needs a store operation that takes both, the second gives up the audit entry's durability at the answer.",
+			val(r, 3, "launch_run p50"), val(r, 3, "fsync p50"), val(r, 3, "ping p50"), val(r, 3, "launch_run p99"),
+			val(r, 3, "diagnostic: get_run"), val(r, 3, "diagnostic: runs.Engine.Launch"), val(r, 3, "diagnostic: cancel_run"))
 	},
 	4: func(r *recorder) string {
-		return fmt.Sprintf("The scheduler prepares the runs of the next slot about 2 s ahead and commits every fire due at that instant in one store operation (store.FireMany: "+
-			"one transaction, prepared multi-row statements), so all fires land together: the first after %s, the last after %s. What remains is the cost of that one "+
-			"transaction on this 2-core machine, measured inside it: inserting the 1,000 queued runs (each row goes into the runs table and its five indexes) is about half, "+
-			"reading the automations and writing their states most of the rest, the commit itself a few milliseconds. Next levers: a batched run insert (one multi-row "+
-			"statement), and fewer indexes on runs.",
-			val(r, 4, "fire lag min"), val(r, 4, "fire lag max"))
+		return fmt.Sprintf("The scheduler prepares the runs of a slot about 2 s ahead and at the slot commits the fires in slices (%s store calls), so each "+
+			"fire is durable with its own slice: the first after %s, half after %s, the last after %s; the same slot in one transaction lands every fire at "+
+			"once, after %s (p99 %s). What remains is the store's cost per fire on this 2-core machine, about (max − min) / (n − 1) = %s: each fire inserts "+
+			"its fire row and its queued run (the runs table and its indexes) and writes its automation's state, each slice costs a commit, and the runs "+
+			"fired first start executing and compete with the later slices for the single writer (their claims and settles), so the last slices land later "+
+			"than one transaction would. The goals need the store's cost per fire an order of magnitude lower (a batched run insert, fewer indexes on runs), "+
+			"or the fired runs' executions to yield the writer to the slices still to commit.",
+			val(r, 4, "diagnostic: store calls"), val(r, 4, "fire lag min"), val(r, 4, "fire lag p50"), val(r, 4, "fire lag max"),
+			val(r, 4, "diagnostic: all fires in one transaction, p50"), val(r, 4, "diagnostic: all fires in one transaction, p99"), val(r, 4, "diagnostic: lag added per fire"))
 	},
 	5: func(r *recorder) string {
-		return fmt.Sprintf("The append to the big session (%s) costs more than to a small one (%s): look for work proportional to the session's size in sessions.Append "+
-			"(a count or max over its messages instead of the session row's counters, an index that does not start with the session id).",
-			val(r, 5, "one append to the big session"), val(r, 5, "one append to a session of 10"))
+		return fmt.Sprintf("Adoption p50 %s, max %s over the kills. A peer waits on the exit of each run's owner (a pidfd in the runtime's poller): "+
+			"the kernel frees the dead owner's run lock and wakes the peer at once, which then lists the runnable runs, takes the lock and claims the run "+
+			"in one commit (a durable fsync at FULL). What is left is that commit and the scheduling of the 2-core machine; a miss here is the machine's "+
+			"load at that instant (see `uptime` in the log).", val(r, 5, "SIGKILL to adopted p50"), val(r, 5, "SIGKILL to adopted max"))
 	},
 	6: func(r *recorder) string {
-		return fmt.Sprintf("Start-up with the runs (%s) against an empty store (%s): something reads the runs table on the way to tools/list "+
-			"(adoption at start should use the status index; nothing should read settled runs).", val(r, 6, "with"), val(r, 6, "empty store"))
+		return fmt.Sprintf("The busiest idle serve used %s (median serve %s, %s wake-ups a second). The serves wait on the owner's exit and on "+
+			"writes to the database's files (inotify) instead of polling; what wakes them is the owner's lease renewal every second (a write to the "+
+			"database: each serve looks at the run changes once, one indexed query), the store's check of its file every second, and the runtime's timers.",
+			val(r, 6, "CPU of the busiest"), val(r, 6, "CPU of the median"), val(r, 6, "diagnostic: wake-ups"))
 	},
 	7: func(r *recorder) string {
-		return fmt.Sprintf("Idle %s, with the automations %s: profile the heap (`go tool pprof -inuse_space`) of a serve holding the scheduler lock; "+
-			"the scheduler should keep one small entry per automation (id, next due), not whole records.", val(r, 7, "RSS idle"), val(r, 7, "RSS with"))
+		return fmt.Sprintf("p50 %s, p99 %s. A line goes from the step's process through its supervisor, which appends it to the run's journal file; "+
+			"the serve's follower waits on that file (inotify) and reads the new records, then the reply crosses the stdio pipe. "+
+			"The time printed is taken by `date` just before `echo` writes the line, so the fork and exit of `date` count too.",
+			val(r, 7, "line to client p50"), val(r, 7, "line to client p99"))
 	},
 	8: func(r *recorder) string {
-		return fmt.Sprintf("Adoption took %s (median; spread in the table): a peer looks for runs whose lock is free every runs.Options.AdoptEvery (100 ms), "+
-			"so a dead owner's run waits for the peer's next pass, then one commit to claim it.", val(r, 8, "SIGKILL to adopted"))
+		return fmt.Sprintf("Start-up with the runs takes %s and with an empty store %s, both with the database evicted; until tools/list the serve read "+
+			"%s from the disk with the runs and %s with an empty store, so start-up does not read in proportion to the runs (no count, listing or adoption "+
+			"scan of them on the way). What remains is starting the process itself on this machine: compare the load average in the Machine table. "+
+			"Idle RSS %s, with the automations %s.",
+			val(r, 8, "start to tools/list"), val(r, 8, "empty store"), val(r, 8, "diagnostic: KiB read from the disk until tools/list, 1"),
+			val(r, 8, "diagnostic: KiB read from the disk until tools/list, empty"), val(r, 8, "RSS idle"), val(r, 8, "RSS with"))
+	},
+	10: func(r *recorder) string {
+		return fmt.Sprintf("The append to the big session (%s) costs more than to a small one (%s): look for work proportional to the session's size in sessions.Append "+
+			"(a count or max over its messages instead of the session row's counters, an index that does not start with the session id).",
+			val(r, 10, "one append to the big session"), val(r, 10, "one append to a session of 10"))
+	},
+	11: func(r *recorder) string {
+		return fmt.Sprintf("This run: ours %s on PostgreSQL, River at its best setting %s. Each of our runs is %s write transactions (create, the step's start, "+
+			"settle), %s in all; one write transaction on this server takes %s (its COMMIT waits for the WAL flush). store/postgres numbers every run write "+
+			"from one counter row (run_changes, for ChangedRuns in commit order), so every run write holds that row's lock until its COMMIT (sampled during our runs, %s of the server's active backends were waiting for that lock): the writes "+
+			"are serialised, one commit after another, and the rate cannot exceed about 1 / (the time a write holds the row, its commit included), whatever "+
+			"the concurrency. River batches its inserts' and completions' commits. The lever is in store/postgres: a change number that does not serialise "+
+			"writers (a sequence, with ChangedRuns reading only changes older than the oldest transaction in flight).",
+			val(r, 11, "ours, PostgreSQL"), val(r, 11, "River at its best"), val(r, 11, "diagnostic: ours, store write transactions per run"),
+			val(r, 11, "diagnostic: ours, store write transactions per second"), val(r, 11, "diagnostic: one write transaction"),
+			val(r, 11, "diagnostic: ours, share of active"))
 	},
 }
 

@@ -102,10 +102,13 @@ type recorder struct {
 	rows  []*row
 	errs  map[int][]string // figure -> why (part of) it was not measured
 	notes map[int][]string // figure -> facts observed during the run
+	// tables are markdown tables a figure adds to its section (River's
+	// settings trial), printed after its measurements.
+	tables map[int][]string
 }
 
 func newRecorder() *recorder {
-	return &recorder{errs: map[int][]string{}, notes: map[int][]string{}}
+	return &recorder{errs: map[int][]string{}, notes: map[int][]string{}, tables: map[int][]string{}}
 }
 
 // add appends one sample to the row (fig, name), creating it on first use.
@@ -145,6 +148,13 @@ func (r *recorder) note(fig int, format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notes[fig] = append(r.notes[fig], fmt.Sprintf(format, args...))
+}
+
+// table adds a markdown table (with its caption) to a figure's section.
+func (r *recorder) table(fig int, markdown string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tables[fig] = append(r.tables[fig], markdown)
 }
 
 func (r *recorder) figRows(fig int) []*row {

@@ -23,6 +23,9 @@ type machine struct {
 	Date     time.Time
 	Commit   string
 	Disk     disk
+	// LoadStart and LoadEnd are /proc/loadavg's first three fields when
+	// the run began and ended: how busy the shared machine was.
+	LoadStart, LoadEnd string
 }
 
 // disk is the filesystem holding the bench's databases.
@@ -38,12 +41,14 @@ func (d disk) String() string {
 	return fmt.Sprintf("%s (%s on %s, mounted at %s)", d.Dir, d.FSType, d.Source, d.Mount)
 }
 
-func describeMachine(repo string, d disk) machine {
+func describeMachine(repo string, d disk, loadStart string) machine {
 	m := machine{
-		Cores: runtime.NumCPU(),
-		Go:    runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
-		Date:  time.Now(),
-		Disk:  d,
+		LoadStart: loadStart,
+		LoadEnd:   loadAverage(),
+		Cores:     runtime.NumCPU(),
+		Go:        runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
+		Date:      time.Now(),
+		Disk:      d,
 	}
 	m.CPU = firstField("/proc/cpuinfo", "model name")
 	if kb, err := strconv.ParseFloat(strings.Fields(firstField("/proc/meminfo", "MemTotal") + " 0")[0], 64); err == nil && kb > 0 {
@@ -59,6 +64,15 @@ func describeMachine(repo string, d disk) machine {
 		}
 	}
 	return m
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages, "" when unknown.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return ""
 }
 
 // firstField returns the value of the first "key : value" line of a /proc

@@ -1,6 +1,7 @@
 // Command bench measures Cairn's figures on this machine, side by side with
 // River (github.com/riverqueue/river with its riversqlite driver) on the
-// same SQLite and the same disk, and writes BENCHMARKS.md.
+// same SQLite and the same disk, and with riverpgxv5 on the same
+// PostgreSQL server, and writes BENCHMARKS.md.
 //
 //	cd bench && go run .                   # every figure; rewrites ../BENCHMARKS.md
 //	cd bench && go run . -short            # smoke: tiny sizes, report on stdout
@@ -48,24 +49,31 @@ type bench struct {
 	binErr  error
 
 	pkg []*pkgResult // the package benchmarks run, in order
+
+	loadStart string // loadAverage when the run began
 }
 
-// figure is one numbered figure of issue 7.
+// figure is one numbered figure of issue 17 (the numbers follow its "What"
+// list); figures run in this order, which is number order.
 type figure struct {
 	num   int
 	title string
 	run   func(context.Context, *bench) error
 }
 
+// figures: one registration line per figure, in number order.
 var figures = []figure{
-	{2, "fsync ceiling of the disk", figFsync},
-	{1, "Durable run throughput, ours vs River", figThroughput},
+	{1, "Throughput of a step that runs, ours vs River and goqite", figThroughput},
+	{2, "Ours at FULL against the engine alone", figEngineShare},
 	{3, "launch_run round trip over stdio", figLaunchRoundTrip},
-	{4, "Fire lag of 1,000 cron automations due in the same minute", figFireLag},
-	{5, "Session append at 10 vs 100,000 existing messages", figSessionAppend},
-	{6, "Start until tools/list is answered", figStartup},
-	{7, "Resident memory of serve", figMemory},
-	{8, "Dead owner to adopted", figAdoption},
+	{4, "Fire lag per fire of 1,000 cron automations due in the same minute", figFireLag},
+	{5, "Dead owner to adopted", figAdoption},
+	{6, "Idle serves beside a busy owner", figIdleCost},
+	{7, "Output latency of read_run_output", figOutputLatency},
+	{8, "Cold start and resident memory of serve", figColdStart},
+	{9, "fsync ceiling of the disk, appending as the WAL does", figFsync},
+	{10, "Session append at 10 vs 100,000 existing messages", figSessionAppend},
+	{11, "Run throughput on PostgreSQL, ours vs River (riverpgxv5)", figPostgres},
 }
 
 func main() {
@@ -82,7 +90,7 @@ func run() int {
 		repo  = flag.String("repo", "..", "the Cairn repository (holding go.mod and cmd/mcp-host)")
 		keep  = flag.Bool("keep", false, "keep the temporary folder")
 		trial = flag.Bool("river-trial", false, "measure River's throughput under several configurations and exit")
-		cpu   = flag.String("cpuprofile", "", "write a CPU profile of the harness process (the Go API figures: 1, 4, 5) to this file")
+		cpu   = flag.String("cpuprofile", "", "write a CPU profile of the harness process (the Go API figures: 1, 2, 4, 10, 11) to this file")
 	)
 	flag.Parse()
 	if *reps <= 0 {
@@ -129,7 +137,7 @@ func run() int {
 	} else {
 		defer cleanup()
 	}
-	b := &bench{short: *short, reps: *reps, repo: repoAbs, disk: d, rec: newRecorder(), start: time.Now()}
+	b := &bench{short: *short, reps: *reps, repo: repoAbs, disk: d, rec: newRecorder(), start: time.Now(), loadStart: loadAverage()}
 	b.logf("working in %s: %s", d, d.Why)
 
 	if *trial {
@@ -174,7 +182,7 @@ func run() int {
 		b.logf("package benchmarks: done in %s", time.Since(t).Round(time.Millisecond))
 	}
 
-	m := describeMachine(repoAbs, d)
+	m := describeMachine(repoAbs, d, b.loadStart)
 	rep := report{
 		machine: m,
 		rec:     b.rec,
@@ -217,11 +225,20 @@ func parseOnly(s string) (map[int]bool, bool, error) {
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || !slices.ContainsFunc(figures, func(f figure) bool { return f.num == n }) {
-			return nil, false, fmt.Errorf("-only: no figure %q (figures are 1 to 8, and pkg for the package benchmarks)", p)
+			return nil, false, fmt.Errorf("-only: no figure %q (figures are %s, and pkg for the package benchmarks)", p, figureNumbers())
 		}
 		want[n] = true
 	}
 	return want, pkg, nil
+}
+
+// figureNumbers lists the registered figures' numbers, for messages.
+func figureNumbers() string {
+	var ns []string
+	for _, f := range figures {
+		ns = append(ns, strconv.Itoa(f.num))
+	}
+	return strings.Join(ns, ", ")
 }
 
 func (b *bench) logf(format string, args ...any) {

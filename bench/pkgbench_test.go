@@ -193,10 +193,10 @@ func TestParseOnly(t *testing.T) {
 		wantErr bool
 	}{
 		{in: "", figs: nil, pkg: true},
-		{in: "1,2", figs: map[int]bool{1: true, 2: true}},
+		{in: "1,3", figs: map[int]bool{1: true, 3: true}},
 		{in: "pkg", figs: map[int]bool{}, pkg: true},
 		{in: "3, pkg", figs: map[int]bool{3: true}, pkg: true},
-		{in: "9", wantErr: true},
+		{in: "12", wantErr: true},
 		{in: "pkgs", wantErr: true},
 	}
 	for _, tt := range tests {
@@ -208,5 +208,40 @@ func TestParseOnly(t *testing.T) {
 		if !tt.wantErr && (!reflect.DeepEqual(figs, tt.figs) || pkg != tt.pkg) {
 			t.Errorf("parseOnly(%q) = %v, %v; want %v, %v", tt.in, figs, pkg, tt.figs, tt.pkg)
 		}
+	}
+}
+
+// TestPkgSectionFlagsFewerSamples: a benchmark that printed fewer result
+// lines than -count is flagged in its rows and named in a note; one with
+// every sample is not.
+func TestPkgSectionFlagsFewerSamples(t *testing.T) {
+	t.Parallel()
+	out := "BenchmarkFull-2 \t 10\t 100 ns/op\n" +
+		"BenchmarkShort-2 \t 10\t 200 ns/op\n" +
+		"BenchmarkFull-2 \t 10\t 110 ns/op\n" +
+		"BenchmarkShort-2 \t 10\t 210 ns/op\n" +
+		"BenchmarkFull-2 \t 10\t 120 ns/op\n"
+	results, err := parseBenchOutput([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := pkgBench{Pkg: "./x/", Bench: ".", Benchtime: "10x", Count: 3}
+	res := &pkgResult{Spec: spec, Command: spec.command(false), Count: spec.count(false)}
+	res.add(results)
+	text := pkgSection([]*pkgResult{res}, false)
+	for _, want := range []string{
+		"| Full | time/op | 110 ns | 100 – 120 ns | 3 |",
+		"| Short | time/op | 205 ns | 200 – 210 ns | **2 of 3** |",
+		"**Fewer samples than `-count 3` (`./x/`):** `Short` (2 of 3).",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("section lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "`Full` (") {
+		t.Errorf("a benchmark with every sample is flagged:\n%s", text)
+	}
+	if got := res.shortBenches(); len(got) != 1 {
+		t.Errorf("shortBenches = %v, want only Short", got)
 	}
 }

@@ -22,34 +22,53 @@ type report struct {
 	pkgRun  bool         // whether they were to run (a "Package benchmarks" section)
 }
 
-// methods says, per figure, what is measured and how.
+// methods says, per figure, what is measured and how: one entry per
+// figure, in number order.
 var methods = map[int]string{
-	1: "One-step no-op workflows launched through the public Go API (`runs`) by 16 concurrent launchers, " +
-		"each run executed to `succeeded`, on a fresh store per repetition; throughput counts from the first " +
-		"launch to the last run settled. River v0.51.2 with riversqlite does the same workload in the same " +
-		"process run, on the same disk, with the same pragmas (WAL, the same `synchronous`, busy timeout, " +
-		"immediate transactions): 16 goroutines insert no-op jobs, a no-op worker works them, and completion " +
-		"is counted from River's completion events (sent after the completion is committed). The ratio is " +
-		"computed per repetition from the two figures measured back to back.",
-	2: "The physical limit of durable commits: write 4 KiB and fsync, in a loop, in the folder that holds " +
-		"every database of this run. A commit at `synchronous=FULL` costs at least one such fsync, so " +
-		"durable transactions per second cannot exceed this; only batching many operations into one commit " +
-		"(group commit) goes beyond it in operations per second.",
+	1: "Runs of a one-step workflow launched through the public Go API (`runs`) by 16 concurrent launchers, " +
+		"each run executed to `succeeded` (its step's start and result recorded), on a fresh store per measurement. " +
+		"River v0.51.2 with riversqlite and goqite v0.4.0 do the same workload in the same process run, on the same disk, " +
+		"with the same driver and pragmas (WAL, the same `synchronous`, busy timeout, immediate transactions): 16 goroutines " +
+		"insert no-op jobs and no-op workers work them. River runs at its best setting for each sync mode, chosen by the " +
+		"trial at the start of the figure (its table is printed below). Ours goes first in even repetitions and last in odd " +
+		"ones; each ratio is computed per repetition from figures measured back to back.",
+	2: "Figure 1's workload at `synchronous=FULL` with everything Cairn does (SQLite, a journal file and a run lock per " +
+		"run), against the engine alone: the same engine on the memory store with journals and run locks in memory. " +
+		"The share says how much of the engine's speed survives the durable path; the two go first in turn.",
 	3: "The real binary (`go build ./cmd/mcp-host`) runs `serve` over stdio; the harness speaks " +
 		"newline-delimited JSON-RPC itself: `initialize`, `notifications/initialized`, then `tools/call " +
 		"launch_run` of a one-step no-op workflow, one call at a time, measuring each call from writing the " +
-		"request to reading its response.",
+		"request to reading its response (the run is durably queued when the answer is sent). The goal is " +
+		"stated against the floor measured in the same repetition: one durable commit (an fsync) plus the " +
+		"transport (a ping).",
 	4: "1,000 cron automations (`* * * * *`) all due at the same minute boundary; the scheduler of one " +
-		"peer fires them. Lag = time the fire was recorded (its run queued) minus the nominal time.",
-	5: "One append of one message to a session holding 10 messages, against one append to a session " +
-		"holding 100,000 messages, in the same store; the ratio of the two median times.",
-	6: "Wall time from starting `mcp-host serve` until its answer to `tools/list` (sent right after " +
-		"`initialize`) is read, on a store holding 100,000 settled runs, and on an empty one.",
-	7: "VmRSS and VmHWM from /proc/<pid>/status of `mcp-host serve` after `initialize` and `tools/list`, " +
-		"idle, with no automation and with 10,000 automations in the store.",
-	8: "A run whose only step takes long is executed by one `mcp-host` process while another peer " +
+		"peer fires them. Each fire's lag is measured when its own fire and queued run are committed " +
+		"(the store call that recorded it returned) minus the nominal time.",
+	5: "A run whose only step takes long is executed by one `mcp-host` process while another peer " +
 		"(`mcp-host worker`) is up; the owner is SIGKILLed and the time until the peer has claimed the run " +
-		"(the run's owner pid in the store becomes the peer's) is measured.",
+		"(the run's owner pid in the store becomes the peer's) is measured, over many kills.",
+	6: "Ten `mcp-host serve` processes on one workspace, each with an initialized MCP client on stdio " +
+		"(the harness), idle, while another `mcp-host serve` (started first, so it also holds the scheduler duty and " +
+		"renews its lease every second) owns ten running runs. CPU = utime+stime from /proc/<pid>/stat over the window " +
+		"(10 ms ticks), per serve; then the owner is SIGKILLed and the time until the idle serves have adopted all ten runs " +
+		"is measured, as in figure 5.",
+	7: "A step prints a line every 20 ms, each holding the wall-clock time it was printed " +
+		"(`date +%s%N`, then `echo`); the harness, a client of `mcp-host serve` over stdio, follows the run with " +
+		"`read_run_output` and `wait_seconds`, passing each `next_cursor` back at once, so it is blocked in the call " +
+		"when a line comes. Latency = the time the harness read the response holding the line minus the time in the line.",
+	8: "Wall time from starting `mcp-host serve` until its answer to `tools/list` (sent right after " +
+		"`initialize`) is read, on a store holding 100,000 settled runs with steps and journals, and on an " +
+		"empty one, the database evicted from the page cache before each start; then VmRSS and VmHWM of an " +
+		"idle serve, with no automation and with 10,000 automations in the store.",
+	9: "The physical limit of durable commits: append 4 KiB to a file and fsync, in a loop, in the folder " +
+		"that holds every database of this run, as SQLite's WAL is written (new frames at the end of a " +
+		"growing file). A commit at `synchronous=FULL` costs at least one such fsync, so durable transactions " +
+		"per second cannot exceed this; only batching many operations into one commit (group commit) goes " +
+		"beyond it in operations per second.",
+	10: "One append of one message to a session holding 10 messages, against one append to a session " +
+		"holding 100,000 messages, in the same store; the ratio of the two median times.",
+	11: "Run throughput on PostgreSQL: Cairn's engine on store/postgres against River v0.51.2 with " +
+		"riverpgxv5 on the same PostgreSQL server, each on a fresh database, River at its best setting.",
 }
 
 // perPackage lists the Go benchmarks beside the code, which give the same
@@ -93,6 +112,7 @@ func (r report) markdown() string {
 	w("| OS | %s |\n", orDash(m.Kernel))
 	w("| Go | %s |\n", m.Go)
 	w("| Disk | %s; %s |\n", m.Disk, m.Disk.Why)
+	w("| Load average (1, 5, 15 min) | at the start %s; at the end %s |\n", orDash(m.LoadStart), orDash(m.LoadEnd))
 	w("| Commit | %s |\n\n", orDash(m.Commit))
 
 	w("## Results\n\n")
@@ -129,6 +149,7 @@ func (r report) markdown() string {
 		r.rec.mu.Lock()
 		notes := slices.Clone(r.rec.notes[f.num])
 		errs := slices.Clone(r.rec.errs[f.num])
+		tables := slices.Clone(r.rec.tables[f.num])
 		r.rec.mu.Unlock()
 		for _, n := range notes {
 			w("- %s\n", n)
@@ -144,6 +165,9 @@ func (r report) markdown() string {
 				w("| %s | %s | %s | %d | %s | %s |\n", x.Name, formatValue(s.Median, x.Unit), spread(s, x.Unit), s.N, x.Goal.text(x.Unit), verdictCell(x.verdict()))
 			}
 			w("\n")
+		}
+		for _, t := range tables {
+			w("%s\n\n", strings.TrimSpace(t))
 		}
 		for _, e := range errs {
 			w("**Not measured:** %s\n\n", oneLine(e))
@@ -169,6 +193,7 @@ func (r report) markdown() string {
 	w("- `make bench` (= `cd bench && go run . -out ../BENCHMARKS.md`): every figure, rewrites this file; under 10 minutes on a 2-core machine.\n")
 	w("- `make bench-smoke` (= `cd bench && go run . -short`): every figure at tiny sizes, report on stdout, this file untouched; CI runs it so the harness can't rot.\n")
 	w("- `cd bench && go run . -only 1,2 -reps 3`: some figures only (report on stdout); `-only pkg`: the package benchmarks only.\n")
+	w("- Figure 11 needs a PostgreSQL server in `%s` (skipped with a note otherwise): `eval \"$(.ci/postgres.sh start /tmp/cairn-pg)\"` starts a throwaway cluster and sets it, `.ci/postgres.sh stop /tmp/cairn-pg` removes it.\n", pgEnv)
 	w("- The Go benchmarks beside the code measure the same things without the harness (a full run runs the first %d; see Package benchmarks):\n\n```sh\n", len(pkgBenches))
 	for _, c := range perPackage() {
 		w("%s\n", c)

@@ -3,29 +3,31 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
-	"github.com/riverqueue/river/rivermigrate"
 	_ "modernc.org/sqlite"
 )
 
-// riverConfig is how River is set up for figure 1: the settings that gave
-// River its best throughput on SQLite in our trials (see riverTrial),
-// so that the comparison is against River at its best, not its defaults.
+// riverConfig is how River is set up for figure 1: figure 1 tries each
+// of riverConfigs and compares against the best, per sync mode, so that
+// the comparison is against River at its best, not its defaults.
 type riverConfig struct {
 	MaxWorkers        int
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 }
 
-var riverBest = riverConfig{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
+// riverConfigs are the settings figure 1 tries: River's defaults first.
+var riverConfigs = []riverConfig{
+	{MaxWorkers: 100, FetchCooldown: 100 * time.Millisecond, FetchPollInterval: time.Second}, // River's defaults
+	{MaxWorkers: 100, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+	{MaxWorkers: 100, FetchCooldown: 1 * time.Millisecond, FetchPollInterval: 10 * time.Millisecond},
+	{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+	{MaxWorkers: 20, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond},
+}
 
 func (c riverConfig) String() string {
 	return fmt.Sprintf("MaxWorkers %d, FetchCooldown %s, FetchPollInterval %s", c.MaxWorkers, c.FetchCooldown, c.FetchPollInterval)
@@ -56,133 +58,19 @@ type throughputParams struct {
 	Timeout     time.Duration
 }
 
-// riverThroughput inserts p.Jobs no-op jobs from p.Launchers goroutines
-// into a River client working them, and returns completed jobs per second,
-// counted from the first insert to the last completion River reports
-// (a completion event is sent after the completer has committed it).
-func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (float64, error) {
-	db, err := sql.Open("sqlite", sqliteDSN(p.Dir+"/river.sqlite3", p.Synchronous))
+// riverThroughput is River's side of figure 1: riverJobs with riversqlite
+// on a fresh database in p.Dir, opened as store/sqlite opens its own,
+// counting its commits.
+func riverThroughput(ctx context.Context, p throughputParams, cfg riverConfig) (tpResult, error) {
+	path := p.Dir + "/river.sqlite3"
+	db, err := sql.Open("sqlite", sqliteDSN(path, p.Synchronous))
 	if err != nil {
-		return 0, fmt.Errorf("open river database: %w", err)
+		return tpResult{}, fmt.Errorf("open river database: %w", err)
 	}
 	defer db.Close()
 	// riversqlite's documented requirement: one connection, since River
 	// runs operations in parallel that SQLite would refuse with BUSY.
 	db.SetMaxOpenConns(1)
 
-	driver := riversqlite.New(db)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
-	if err != nil {
-		return 0, fmt.Errorf("create river migrator: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return 0, fmt.Errorf("migrate river schema: %w", err)
-	}
-
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		Logger:            logger,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
-		FetchCooldown:     cfg.FetchCooldown,
-		FetchPollInterval: cfg.FetchPollInterval,
-		Workers:           workers,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("create river client: %w", err)
-	}
-	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
-		ChanSize: p.Jobs + 1024,
-		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed},
-	})
-	defer cancelSub()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := client.Start(runCtx); err != nil {
-		return 0, fmt.Errorf("start river client: %w", err)
-	}
-	defer func() {
-		stopCtx, c := context.WithTimeout(context.Background(), 10*time.Second)
-		defer c()
-		client.Stop(stopCtx)
-	}()
-
-	start := time.Now()
-	// inserted gets the inserts' outcome; it is nil once received.
-	inserted := make(chan error, 1)
-	go func() {
-		inserted <- parallel(runCtx, p.Jobs, p.Launchers, func(context.Context, int) error {
-			if _, err := client.Insert(runCtx, noopArgs{}, nil); err != nil {
-				return fmt.Errorf("insert river job: %w", err)
-			}
-			return nil
-		})
-	}()
-	waitInserts := func() {
-		if inserted != nil {
-			<-inserted
-		}
-	}
-	deadline := time.NewTimer(p.Timeout)
-	defer deadline.Stop()
-	done := 0
-	for done < p.Jobs {
-		select {
-		case ev := <-events:
-			if ev.Kind != river.EventKindJobCompleted {
-				return 0, fmt.Errorf("river job %d ended %s", ev.Job.ID, ev.Kind)
-			}
-			done++
-		case err := <-inserted:
-			inserted = nil
-			if err != nil {
-				cancel()
-				return 0, err
-			}
-		case <-deadline.C:
-			cancel()
-			waitInserts()
-			return 0, fmt.Errorf("river completed %d of %d jobs in %s", done, p.Jobs, p.Timeout)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-	elapsed := time.Since(start)
-	waitInserts()
-	if done == 0 {
-		return 0, errors.New("river completed no job")
-	}
-	return float64(done) / elapsed.Seconds(), nil
-}
-
-// riverTrial measures River under several configurations, to choose
-// riverBest: the harness compares against River at its best.
-func riverTrial(ctx context.Context, b *bench) int {
-	configs := []riverConfig{
-		{MaxWorkers: 100, FetchCooldown: 100 * time.Millisecond, FetchPollInterval: time.Second}, // River's defaults
-		{MaxWorkers: 100, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-		{MaxWorkers: 100, FetchCooldown: 1 * time.Millisecond, FetchPollInterval: 10 * time.Millisecond},
-		{MaxWorkers: 500, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-		{MaxWorkers: 20, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond},
-	}
-	for _, sync := range []string{"FULL", "NORMAL"} {
-		for i, c := range configs {
-			for rep := range b.reps {
-				dir, err := os.MkdirTemp(b.disk.Dir, "trial-")
-				if err != nil {
-					b.logf("%v", err)
-					return 1
-				}
-				v, err := riverThroughput(ctx, throughputParams{Dir: dir, Synchronous: sync, Jobs: 2000, Launchers: 16, Timeout: 2 * time.Minute}, c)
-				os.RemoveAll(dir)
-				if err != nil {
-					b.logf("%s config %d: %v", sync, i, err)
-					continue
-				}
-				b.logf("%s  %-70s rep %d: %6.0f jobs/s", sync, c, rep+1, v)
-			}
-		}
-	}
-	return 0
+	return riverJobs(ctx, riversqlite.New(db), p, cfg, func() int64 { return commitsOf(path) })
 }

@@ -43,32 +43,6 @@ func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, 
 	return nil
 }
 
-// settledLiterals is the literals a settled noop run carries: the
-// definition snapshot and input, roughly the size a real one-step run has.
-var settledLiterals = json.RawMessage(`{"workflow":{"name":"noop","description":"One step that does nothing (the benchmark's no-op workflow).","steps":[{"id":"nothing","if":"false","exec":["true"]}]},"input":{}}`)
-
-// seedSettledRuns stores n settled (succeeded) runs of noop in st, spread
-// over the last n seconds, as a long-used workspace has them.
-func seedSettledRuns(ctx context.Context, st store.RunStore, n int) error {
-	now := time.Now().UTC()
-	return parallel(ctx, n, 64, func(ctx context.Context, i int) error {
-		r := &store.Run{
-			ID:        fmt.Sprintf("run-seed-%07d", i),
-			Target:    "noop",
-			Status:    store.RunSucceeded,
-			Input:     json.RawMessage(`{}`),
-			Literals:  settledLiterals,
-			Trigger:   store.Trigger{Kind: "manual"},
-			Result:    json.RawMessage(`null`),
-			CreatedAt: now.Add(-time.Duration(n-i) * time.Second),
-		}
-		if err := st.CreateRun(ctx, r); err != nil {
-			return fmt.Errorf("seed run %d: %w", i, err)
-		}
-		return nil
-	})
-}
-
 // seedAutomations stores n enabled cron automations of noop, each due once
 // a year at its own minute of January 1st (UTC), so that none fires while
 // measured but the scheduler has every one of them to plan.

@@ -16,10 +16,14 @@ import (
 
 // benchWorkflows are the workflow files every bench workspace holds.
 //
+// step is the throughput workflow (figures 1 and 2): one step that runs
+// as any step does (its start recorded before it proceeds, its result
+// with the run's end) and starts no process: a sleep whose wake time has
+// passed when it is checked (wake times are kept to the millisecond).
 // noop is the one-step no-op workflow: one step whose condition is false,
 // so the engine evaluates it and records it skipped without starting a
 // process: the closest a workflow file comes to River's no-op worker (a
-// zero sleep is refused, and any exec would measure fork and exec). slow holds its owner for a while (figure 8); its step is
+// zero sleep is refused, and any exec would measure fork and exec). slow holds its owner for a while (figure 5); its step is
 // safe to repeat, so an adopting peer re-runs it without asking, and it
 // carries a marker in its environment so that the harness can find, by
 // pid, the step processes a SIGKILLed owner leaves behind.
@@ -31,6 +35,12 @@ steps:
   - id: nothing
     if: false
     exec: ["true"]
+`,
+		"step.yaml": `name: step
+description: One step that runs and does nothing (the benchmark's throughput workflow).
+steps:
+  - id: tick
+    sleep: 1ns
 `,
 		"slow.yaml": `name: slow
 description: One step that holds its owner for 20 seconds (the benchmark's adoption workflow).

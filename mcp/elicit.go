@@ -88,6 +88,13 @@ func (e *elicitor) forget(sessionID string) {
 	}
 }
 
+// busy reports whether runs are followed or approvals wait to be asked.
+func (e *elicitor) busy() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.runs) > 0 || len(e.approvals) > 0
+}
+
 // check sends the approval questions queued, and looks at the followed
 // runs: a settled one is dropped, a new question is asked (once).
 func (e *elicitor) check(ctx context.Context) {

@@ -205,11 +205,22 @@ func (w *subscriptions) watchedLocked() map[string]bool {
 	return out
 }
 
+// loop checks on every poke, and on a ticker only while something is
+// watched (a subscription, a run followed for elicitation, an approval to
+// ask): an idle server makes no wake-up. Whatever starts a watch pokes.
 func (w *subscriptions) loop(ctx context.Context) {
 	defer close(w.done)
 	t := time.NewTicker(w.srv.pollInterval)
 	defer t.Stop()
+	ticking := true
 	for {
+		if busy := w.busy(); busy != ticking {
+			if ticking = busy; busy {
+				t.Reset(w.srv.pollInterval)
+			} else {
+				t.Stop()
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -219,6 +230,14 @@ func (w *subscriptions) loop(ctx context.Context) {
 		w.check(ctx)
 		w.srv.elicit.check(ctx)
 	}
+}
+
+// busy reports whether anything is watched.
+func (w *subscriptions) busy() bool {
+	w.mu.Lock()
+	n := len(w.sessions)
+	w.mu.Unlock()
+	return n > 0 || w.srv.elicit.busy()
 }
 
 // check re-reads every watched run and announces the resources that

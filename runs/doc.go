@@ -13,11 +13,15 @@
 // taking or releasing it is one system call, and runs create no file in
 // locks/ (which holds the table and the few named lock files, whatever
 // the number of runs). Every peer (each mcp-host process with a started
-// Engine, and `mcp-host worker`) adopts, on Start and then every
-// AdoptEvery (100ms by default), runs that are queued or running, or
-// waiting with a wake time that has come, whose lock is free; it resumes
-// them from the ledger. A pass is one indexed query, and a lock test per
-// candidate. The kernel lock decides who owns a run; the claim token
+// Engine, and `mcp-host worker`) adopts, on Start and then whenever one
+// may have become adoptable, runs that are queued or running, or waiting
+// with a wake time that has come, whose lock is free; it resumes them
+// from the ledger. A pass is one indexed query, and a lock test per
+// candidate. Between passes a peer waits (peer_wait.go): on the exit of
+// each process holding a run's lock, on commits to the store by any
+// process (then one query for the runs that changed), and until the next
+// wake time; where the store or the locker cannot tell, it polls every
+// AdoptEvery (100ms by default). The kernel lock decides who owns a run; the claim token
 // fences the store writes of an owner that lost it. An owner polls the
 // store every CancelPoll, with one query for all the runs it executes, to
 // notice a cancel requested by another process (a cancel made in the

@@ -58,10 +58,11 @@ type Options struct {
 	DiskGuard *diskfree.Guard
 
 	MaxConcurrent int // runs executing at once that the peer loop adopts up to; default 8
-	// AdoptEvery is the peer loop's period: how soon a run whose owner
-	// died, a queued run or a waiting run whose time came is picked up.
-	// A pass is one indexed query and a lock test per candidate; default
-	// 100ms.
+	// AdoptEvery is the peer loop's period where it polls: how soon a run
+	// whose owner died, a queued run or a waiting run whose time came is
+	// picked up. A pass is one indexed query and a lock test per
+	// candidate; default 100ms. A peer that waits instead (peer_wait.go)
+	// looks at commits at most this often.
 	AdoptEvery time.Duration
 	CancelPoll time.Duration // how often an owner checks for a cancel request; default 250ms
 	KillGrace  time.Duration // SIGTERM to SIGKILL; default 5s
@@ -344,4 +345,7 @@ func (e *Engine) Stop() {
 	hard.Stop()
 	e.cancel(errStopping)
 	e.locker.close()
+	if jw, ok := e.journals.(journalWatcher); ok {
+		jw.closeWatch()
+	}
 }

@@ -72,10 +72,11 @@ type Followed struct {
 // WaitSettledOrParked and ReadOutput's wait are made of it.
 //
 // It wakes at once when this process changes the run or its journal (the
-// engine's change signal), and otherwise polls: the journal's size every
-// 75 ms and the run record every 300 ms (every 75 ms when the journal is
-// not read), so a run executed by another process is followed without a
-// 1 s poll. It is safe to call from many goroutines at once; each call
+// engine's change signal) and, for journal files, when any process writes
+// to the journal (a step's supervisor appends its output: inotify); it
+// polls the run record every 300 ms (every 75 ms when the journal is not
+// read), and, where the journal cannot be watched, its size every 75 ms,
+// so a run executed by another process is followed without a 1 s poll. It is safe to call from many goroutines at once; each call
 // costs one store read per wake.
 //
 // Run id is validated here, once; a run that does not exist gives
@@ -137,7 +138,17 @@ func (e *Engine) follow(ctx context.Context, id string, off int64, p FollowParam
 		defer t.Stop()
 		deadline = t.C()
 	}
-	poll := e.clk.NewTimer(pollJournal)
+	// Writes to the journal by any process wake the follow when the
+	// journals can tell (files: inotify); the store is then polled alone.
+	var grew <-chan struct{}
+	period := pollJournal
+	if jw, ok := e.journals.(journalWatcher); ok && reading {
+		if c, stop, err := jw.watch(id); err == nil {
+			defer stop()
+			grew, period = c, pollJournal*pollStore
+		}
+	}
+	poll := e.clk.NewTimer(period)
 	defer poll.Stop()
 	f := &followed{cursor: off}
 	lastNews, reported := e.now(), 0
@@ -197,10 +208,12 @@ func (e *Engine) follow(ctx context.Context, id string, off int64, p FollowParam
 				return f, nil
 			case <-changed:
 				waiting = false
+			case <-grew:
+				waiting = false
 			case <-poll.C():
-				poll.Reset(pollJournal)
+				poll.Reset(period)
 				n++
-				if !reading || n%pollStore == 0 {
+				if !reading || grew != nil || n%pollStore == 0 {
 					waiting = false
 				} else if size, err := e.journals.size(id); err != nil || size > f.cursor {
 					waiting = false

@@ -46,7 +46,8 @@ type journalFile interface {
 // folder), 0600.
 type fileJournals struct {
 	dir   string
-	dirOK atomic.Bool // dir was there at the last open
+	dirOK atomic.Bool  // dir was there at the last open
+	w     journalWatch // see journal_watch.go
 }
 
 // path is run id's journal file. The engine validates run ids where they

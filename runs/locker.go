@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/cairnhq/cairn/internal/wake"
 	"github.com/cairnhq/cairn/locks"
 )
 
@@ -120,3 +121,9 @@ func (l *memLock) Unlock() error {
 	})
 	return nil
 }
+
+// watchExit watches the exit of a process holding run locks: a key of the
+// table is held through an open file description that only its process
+// has (close-on-exec, never inherited), so the lock is free once the
+// process has exited.
+func (f *fileLocker) watchExit(pid int) (*wake.Exit, error) { return wake.WatchExit(pid) }

@@ -49,9 +49,10 @@ func (e *Engine) resume(ctx context.Context, id string) (bool, error) {
 	return true, nil
 }
 
-// Start runs the peer loop until Stop: at once and then every AdoptEvery
-// it adopts runnable runs whose lock is free (up to MaxConcurrent
-// executing). It returns at once.
+// Start runs the peer loop until Stop: at once and then whenever a run
+// may have become adoptable (see peer_wait.go; every AdoptEvery where
+// the store or locker cannot tell) it adopts runnable runs whose lock is
+// free (up to MaxConcurrent executing). It returns at once.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -78,8 +79,19 @@ func (e *Engine) kickLoop() {
 func (e *Engine) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	seen := &changeTracker{}
+	w := e.newPeerWaits() // nil: poll every AdoptEvery
+	if w != nil {
+		defer w.close()
+		e.noticeChanges(ctx, seen) // where to look from, before the first pass
+	}
 	for {
-		e.adopt(ctx)
+		owners := e.adopt(ctx)
+		if w != nil {
+			if !w.wait(ctx, seen, w.track(owners)) {
+				return
+			}
+			continue
+		}
 		if e.opts.OnChange != nil {
 			e.noticeChanges(ctx, seen)
 		}
@@ -96,10 +108,12 @@ func (e *Engine) loop(ctx context.Context, done chan struct{}) {
 }
 
 // adopt starts runnable runs whose owner is gone (or that nobody claimed).
-func (e *Engine) adopt(ctx context.Context) {
+// It returns the live owners of the runs it found held by another process
+// (pid -> one of their runs), or nil when it listed no run.
+func (e *Engine) adopt(ctx context.Context) map[int]string {
 	room := e.opts.MaxConcurrent - e.Executing()
 	if room <= 0 {
-		return
+		return nil
 	}
 	// Running runs whose owners live are listed too (only their lock
 	// tells): look far enough past them.
@@ -108,16 +122,22 @@ func (e *Engine) adopt(ctx context.Context) {
 		if ctx.Err() == nil {
 			e.log.Warn("list runnable runs", "err", err)
 		}
-		return
+		return nil
 	}
+	owners := map[int]string{}
 	for _, r := range rs {
 		if e.Executing() >= e.opts.MaxConcurrent || ctx.Err() != nil {
-			return
+			return nil
 		}
-		if _, err := e.resume(ctx, r.ID); err != nil && !errors.Is(err, ErrStopped) && ctx.Err() == nil {
+		started, err := e.resume(ctx, r.ID)
+		if err != nil && !errors.Is(err, ErrStopped) && ctx.Err() == nil {
 			e.log.Warn("adopt run", "run", r.ID, "err", err)
 		}
+		if !started && err == nil && r.Status == store.RunRunning && r.OwnerPID != 0 && r.OwnerPID != e.pid {
+			owners[r.OwnerPID] = r.ID
+		}
 	}
+	return owners
 }
 
 // changeTracker is where the peer loop is in the store's sequence of run
@@ -127,29 +147,35 @@ type changeTracker struct {
 	ready bool // last is set
 }
 
-// noticeChanges calls OnChange for each run changed since the last call
-// (changes of this engine included: a waiter ignores what it knew): one
-// indexed query that returns each change once.
-func (e *Engine) noticeChanges(ctx context.Context, t *changeTracker) {
+// noticeChanges calls OnChange (when set) for each run changed since the
+// last call (changes of this engine included: a waiter ignores what it
+// knew): one indexed query that returns each change once. It returns how
+// many changes it saw; a failed read counts as one, so that a waiting
+// peer looks at the runs rather than miss a change.
+func (e *Engine) noticeChanges(ctx context.Context, t *changeTracker) int {
 	if !t.ready {
 		last, err := e.st.LastRunChange(ctx)
 		if err != nil {
-			return
+			return 1
 		}
 		t.last, t.ready = last, true
-		return
+		return 0
 	}
+	n := 0
 	for {
 		cs, err := e.st.ChangedRuns(ctx, t.last, store.MaxListLimit)
 		if err != nil {
-			return
+			return n + 1
 		}
 		for _, c := range cs {
-			e.opts.OnChange(c.ID)
+			if e.opts.OnChange != nil {
+				e.opts.OnChange(c.ID)
+			}
 			t.last = c.Seq
 		}
+		n += len(cs)
 		if len(cs) < store.MaxListLimit || ctx.Err() != nil {
-			return
+			return n
 		}
 	}
 }

@@ -1,5 +1,11 @@
 // Command mcp-host is Cairn: a local host for durable agent work, speaking
 // the Model Context Protocol. See `mcp-host --help`.
+
+// GOMAXPROCS is set once at start: the runtime's check of the CPU quota
+// every second would wake every idle mcp-host (editors start one per
+// window) for a limit that does not change under a desktop.
+//
+//go:debug updatemaxprocs=0
 package main
 
 import (

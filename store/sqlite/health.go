@@ -13,6 +13,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cairnhq/cairn/internal/clock"
+	"github.com/cairnhq/cairn/internal/wake"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -131,23 +132,53 @@ func (s *Store) checkFile() error {
 }
 
 // fileCheckEvery is how often the store looks at its file between
-// commits, so that a vanished database is noticed without a write.
+// commits, so that a vanished database is noticed without a write, where
+// its folder cannot be watched. With a watch (inotify on the folder's
+// entries, asleep while the database commits) there is no timer at all:
+// the look comes fileCheckEvery after a file of the folder was deleted,
+// created or renamed (a write meanwhile finds out first, and is refused
+// naming the folder). A folder above the state folder moved away sends no
+// event: the next write finds it out.
 const fileCheckEvery = time.Second
 
-// watchFile checks the file every fileCheckEvery until stop is closed.
+// watchFile checks the file as above until stop is closed; once the store
+// stopped for good a check costs nothing.
 func (s *Store) watchFile(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := clock.NewTicker(s.clk, fileCheckEvery)
-	defer t.Stop()
+	var (
+		changed <-chan struct{}
+		tick    <-chan time.Time
+		soon    <-chan time.Time // a look after an event
+	)
+	d, err := wake.WatchDirEntries(filepath.Dir(s.path))
+	if err == nil {
+		defer d.Close()
+		changed = d.Subscribe(filepath.Base(s.path)).C()
+	} else {
+		t := clock.NewTicker(s.clk, fileCheckEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
-			if s.checkFile() != nil {
-				return
+		case <-tick:
+		case <-changed:
+			if d.Err() != nil { // the watch ended (the folder went): poll
+				changed = nil
+				t := clock.NewTicker(s.clk, fileCheckEvery)
+				defer t.Stop()
+				tick = t.C
 			}
+			if soon == nil {
+				soon = s.clk.NewTimer(fileCheckEvery).C()
+			}
+			continue
+		case <-soon:
+			soon = nil
 		}
+		s.checkFile()
 	}
 }
 

@@ -75,24 +75,28 @@ func (s *Store) nextSeqTx(ctx context.Context, tx *sql.Tx, runID string) (int64,
 }
 
 // stepWrite runs a ledger change for the owner (claim) of a running run,
-// at now, and bumps the run's revision: apply returns the entry to store.
-func (s *Store) stepWrite(ctx context.Context, kind, runID, claim string, now time.Time, apply func(tx *sql.Tx) (*store.LedgerEntry, error)) (*store.LedgerEntry, error) {
+// at now, and bumps the run's revision: apply returns the entry, and
+// whether it stored it already (else stepWrite stores it).
+func (s *Store) stepWrite(ctx context.Context, kind, runID, claim string, now time.Time, apply func(tx *sql.Tx) (*store.LedgerEntry, bool, error)) (*store.LedgerEntry, error) {
 	var out *store.LedgerEntry
 	_, err := s.runWrite(ctx, kind, runID, readOwned, func(tx *sql.Tx, cur *store.Run) (*store.Run, error) {
 		r, err := store.ApplyStep(cur, claim, now)
 		if err != nil {
 			return nil, err
 		}
-		e, err := apply(tx)
+		e, stored, err := apply(tx)
 		if err != nil {
 			return nil, err
+		}
+		out = e
+		if stored {
+			return r, nil
 		}
 		if e.Seq == 0 {
 			if e.Seq, err = s.nextSeqTx(ctx, tx, runID); err != nil {
 				return nil, err
 			}
 		}
-		out = e
 		return r, s.putEntryTx(ctx, tx, e)
 	})
 	if err != nil {
@@ -101,19 +105,51 @@ func (s *Store) stepWrite(ctx context.Context, kind, runID, claim string, now ti
 	return out, nil
 }
 
+// qInsertStart stores the start of a call that has no entry yet, numbered
+// next in its run's ledger, and returns its number; nothing when the
+// call has an entry.
+var qInsertStart = prepared("INSERT INTO run_ledger (" + ledgerColumns + ") VALUES (?,?,?,(SELECT coalesce(max(seq), 0) + 1 FROM run_ledger WHERE run_id = ?),?,?,?,?,?,?,?,?,?,?,?) " +
+	"ON CONFLICT (run_id, path, position) DO NOTHING RETURNING seq")
+
+// insertStartTx stores e, the start of a call never started (Seq 0), in
+// one statement, as most starts are; inserted is false when the call has
+// an entry already (nothing written).
+func (s *Store) insertStartTx(ctx context.Context, tx *sql.Tx, e *store.LedgerEntry) (inserted bool, err error) {
+	err = s.txQueryRow(ctx, tx, qInsertStart,
+		e.RunID, e.Path, e.Position, e.RunID, e.Kind, e.State, e.Status, e.Starts, nullJSON(e.Detail), nullJSON(e.Result),
+		e.Error, nil, e.OwnerPID, nullTime(e.StartedAt), nullTime(e.FinishedAt)).Scan(&e.Seq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("record step %s of run %s: %w", e.Path, e.RunID, err)
+	}
+	return true, nil
+}
+
 func (s *Store) StartStep(ctx context.Context, p store.StepStart) (*store.LedgerEntry, error) {
 	if err := store.CheckCall(p.RunID, p.Path, p.Position); err != nil {
 		return nil, err
 	}
-	return s.stepWrite(ctx, "run.step.start", p.RunID, p.Claim, p.Now, func(tx *sql.Tx) (*store.LedgerEntry, error) {
+	return s.stepWrite(ctx, "run.step.start", p.RunID, p.Claim, p.Now, func(tx *sql.Tx) (*store.LedgerEntry, bool, error) {
 		if err := s.recordAllTx(ctx, tx, store.WriteLedger(p.RunID, p.Claim, p.Now, p.Ledger)); err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		// A first start (most are) is one statement; a call that has an
+		// entry goes by the rule applied to it.
+		fresh, err := store.ApplyStepStart(nil, p)
+		if err != nil {
+			return nil, false, err
+		}
+		if inserted, err := s.insertStartTx(ctx, tx, fresh); err != nil || inserted {
+			return fresh, inserted, err
 		}
 		e, err := s.getEntryTx(ctx, tx, p.RunID, p.Path, p.Position)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return store.ApplyStepStart(e, p)
+		e, err = store.ApplyStepStart(e, p)
+		return e, false, err
 	})
 }
 
@@ -121,12 +157,13 @@ func (s *Store) FinishStep(ctx context.Context, p store.StepFinish) (*store.Ledg
 	if err := store.CheckCall(p.RunID, p.Path, p.Position); err != nil {
 		return nil, err
 	}
-	return s.stepWrite(ctx, "run.step.finish", p.RunID, p.Claim, p.Now, func(tx *sql.Tx) (*store.LedgerEntry, error) {
+	return s.stepWrite(ctx, "run.step.finish", p.RunID, p.Claim, p.Now, func(tx *sql.Tx) (*store.LedgerEntry, bool, error) {
 		e, err := s.getEntryTx(ctx, tx, p.RunID, p.Path, p.Position)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return store.ApplyStepFinish(e, p)
+		e, err = store.ApplyStepFinish(e, p)
+		return e, false, err
 	})
 }
 

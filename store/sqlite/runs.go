@@ -15,7 +15,14 @@ import (
 const runColumns = "id, target, status, input, literals, trigger, session_id, result, error, owner_pid, claim, cancel_requested, question, wake_at, revision, created_at, updated_at, started_at, finished_at"
 
 func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
-	return s.write(ctx, "run.create", func(tx *sql.Tx) error { return s.insertRun(ctx, tx, r) })
+	// Encode before queueing: the writer goroutine runs every write in
+	// turn, and the caller's goroutine can do this part in parallel.
+	r.SetCreateDefaults()
+	args, err := runArgs(r)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "run.create", func(tx *sql.Tx) error { return s.insertRunArgs(ctx, tx, r.ID, args) })
 }
 
 // nextChange is the next number of the runs' change sequence (see
@@ -33,14 +40,19 @@ func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, r *store.Run) error {
 	if err != nil {
 		return err
 	}
+	return s.insertRunArgs(ctx, tx, r.ID, args)
+}
+
+// insertRunArgs adds run id, whose values in runColumns order are args.
+func (s *Store) insertRunArgs(ctx context.Context, tx *sql.Tx, id string, args []any) error {
 	res, err := s.exec(ctx, tx, qInsertRun, args...)
 	if err != nil {
-		return fmt.Errorf("insert run %s: %w", r.ID, err)
+		return fmt.Errorf("insert run %s: %w", id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return err
 	} else if n == 0 {
-		return fmt.Errorf("create run %s: %w", r.ID, store.ErrExists)
+		return fmt.Errorf("create run %s: %w", id, store.ErrExists)
 	}
 	return nil
 }

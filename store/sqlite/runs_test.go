@@ -19,6 +19,7 @@ func TestRunQueriesUseIndexes(t *testing.T) {
 		"last run change": {q: qLastRunChange},
 		"runnable runs":   {q: qRunnableRuns, mustSort: true},
 		"count pending":   {q: qCountPending},
+		"next wake":       {q: qNextWake},
 		"get entry":       {q: qGetEntry},
 		"record outcome":  {q: qRecordOutcome},
 		"ledger":          {q: qLedger, mustSort: true},

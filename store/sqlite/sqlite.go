@@ -97,6 +97,8 @@ type Store struct {
 
 	states stateMemo // automation states by their JSON text (see statememo.go)
 
+	counters writerCounters // see WriterStats
+
 	// AfterCommit, when set before any write, is called by the writer
 	// goroutine after each commit attempt; tests use it as a signal.
 	afterCommit func()

@@ -36,6 +36,12 @@ type stmtCache struct {
 	wstmts   map[string]*sql.Stmt // prepared on s.w
 	wpending map[string]*sql.Stmt // prepared on the batch's transaction, not yet on s.w
 	rstmts   sync.Map             // query -> *sql.Stmt prepared on s.r
+	// txStmts are wstmts bound to the batch's transaction txOf (set by
+	// commit while the batch runs, nil otherwise): a batch runs the same
+	// few statements many times, and binding one to a transaction
+	// (sql.Tx.StmtContext) each time costs a lock and an allocation.
+	txOf    *sql.Tx
+	txStmts map[string]*sql.Stmt
 }
 
 // txStmt returns query prepared for tx, or nil when query was not declared
@@ -44,8 +50,19 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt
 	if !statements[query] {
 		return nil, nil
 	}
+	batch := tx == s.txOf
+	if st, ok := s.txStmts[query]; ok && batch {
+		return st, nil
+	}
 	if st, ok := s.wstmts[query]; ok {
-		return tx.StmtContext(ctx, st), nil
+		bound := tx.StmtContext(ctx, st)
+		if batch {
+			if s.txStmts == nil {
+				s.txStmts = map[string]*sql.Stmt{}
+			}
+			s.txStmts[query] = bound
+		}
+		return bound, nil
 	}
 	if st, ok := s.wpending[query]; ok {
 		return st, nil
@@ -59,6 +76,16 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt
 	}
 	s.wpending[query] = st
 	return st, nil
+}
+
+// batchTx makes tx the batch's transaction for txStmt until the returned
+// func is called, when tx has ended (its statements with it).
+func (s *Store) batchTx(tx *sql.Tx) (end func()) {
+	s.txOf = tx
+	return func() {
+		s.txOf = nil
+		clear(s.txStmts)
+	}
 }
 
 // prepareQueued prepares on s.w the statements the last batch's transaction

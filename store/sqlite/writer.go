@@ -63,7 +63,7 @@ func (s *Store) writer() {
 				break fill
 			}
 		}
-		s.commit(batch)
+		s.commit(batch, time.Now())
 		s.prepareQueued()
 		if s.afterCommit != nil {
 			s.afterCommit()
@@ -75,7 +75,7 @@ func (s *Store) writer() {
 }
 
 // commit runs a batch in one transaction, each request in a savepoint.
-func (s *Store) commit(batch []*writeReq) {
+func (s *Store) commit(batch []*writeReq, start time.Time) {
 	results := make([]error, len(batch))
 	finish := func() {
 		for i, r := range batch {
@@ -110,6 +110,7 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 		return
 	}
+	defer s.batchTx(tx)()
 	now := time.Now().UnixMilli()
 	applied := 0
 	for i, r := range batch {
@@ -148,6 +149,7 @@ func (s *Store) commit(batch []*writeReq) {
 		s.settle(batch, results, err)
 		return
 	}
+	s.counters.committed(applied, start)
 	// A database deleted or replaced during the commit: what it wrote is
 	// not at the path any more, so nothing is acknowledged.
 	if ferr := s.checkFile(); ferr != nil {

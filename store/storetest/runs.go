@@ -25,6 +25,7 @@ func testRuns(t *testing.T, newStore NewFunc) {
 		{"settle with ledger outcomes", testSettleLedger},
 		{"run claims", testRunClaims},
 		{"changed runs", testChangedRuns},
+		{"next wake", testNextWake},
 		{"delete", testDeleteRuns},
 	})
 }
