@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +38,14 @@ func newMachines(t *testing.T, n int, workflows map[string]string) []*machine {
 	wsID := strings.ReplaceAll(pgtest.WorkspaceID(), "_", "-")
 	config := fmt.Sprintf("workspace_id: %s\nstore:\n  url: %q\n", wsID, u.String())
 	var out []*machine
+	// Hosts started on their own (the worker a serve hands its runs to)
+	// are no child of the test; they end before the database does, or
+	// they would outlive the test holding its output open.
+	t.Cleanup(func() {
+		for _, m := range out {
+			killStrays(t, m.state)
+		}
+	})
 	for range n {
 		m := &machine{t: t, root: t.TempDir(), state: filepath.Join(t.TempDir(), "state"), url: u.String(), wsID: wsID}
 		dir := filepath.Join(m.root, ".cairn", "workflows")
@@ -243,5 +253,41 @@ func TestSessionFromTwoMachines(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("memory file mode: %v, %v", fi, err)
+	}
+}
+
+// killStrays SIGKILLs every process of this user started with --state
+// state and waits until they are gone.
+func killStrays(t *testing.T, state string) {
+	t.Helper()
+	mark := []byte("\x00--state\x00" + state + "\x00")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var killed []string
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, mark) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, d)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, d := range killed {
+		for time.Now().Before(deadline) {
+			b, err := os.ReadFile(filepath.Join(d, "stat"))
+			// Gone, or a zombie nobody reaps here: either holds nothing.
+			if err != nil || bytes.Contains(b, []byte(") Z ")) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if len(killed) > 0 {
+		t.Logf("killed %d host(s) left running on %s", len(killed), state)
 	}
 }
