@@ -48,7 +48,8 @@ func TestWaitingPeerAdoptsWhenTheOwnerDies(t *testing.T) {
 	waitStore(t, te, "the child runs its step", func(r *store.Run) bool {
 		return r.Status == store.RunRunning && r.OwnerPID == child.Process.Pid
 	}, id)
-	peer := te.engine(func(o *Options) { o.Clock = clock.NewFake(time.Now()) })
+	fake := clock.NewFake(time.Now())
+	peer := te.engine(func(o *Options) { o.Clock = fake })
 	if err := peer.Start(te.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,21 @@ func TestWaitingPeerAdoptsWhenTheOwnerDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	child.Wait()
+	// Unless the owner died between the pass's lock test and the watch:
+	// the peer then asks for a pass after AdoptEvery, which this clock
+	// holds back; only after a while is the clock let go on.
+	nudged, adopted := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(nudged)
+		select {
+		case <-time.After(10 * time.Second):
+			fake.Advance(time.Second)
+		case <-adopted:
+		}
+	}()
 	waitStore(t, te, "adopted by the peer", func(r *store.Run) bool { return r.OwnerPID == peer.PID() }, id)
+	close(adopted)
+	<-nudged
 	if _, err := peer.Cancel(te.ctx, id); err != nil {
 		t.Fatalf("cancel: %v\n%s", err, stderr)
 	}
