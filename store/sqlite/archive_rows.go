@@ -78,48 +78,7 @@ func archiveState(ctx context.Context, tx *sql.Tx, n int64, head []byte) (json.R
 // h.Memory}, the very bytes json.Marshal gives, taking the messages from
 // each as they come.
 func writeState(w io.Writer, h archiveHead, each func(yield func(*store.Message) error) error) error {
-	sess, err := json.Marshal(h.Session)
-	if err != nil {
-		return err
-	}
-	if err := writeAll(w, []byte(`{"session":`), sess, []byte(`,"messages":[`)); err != nil {
-		return err
-	}
-	sep := []byte{}
-	err = each(func(m *store.Message) error {
-		b, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		err = writeAll(w, sep, b)
-		sep = []byte{','}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if err := writeAll(w, []byte{']'}); err != nil {
-		return err
-	}
-	if h.Memory != "" {
-		mem, err := json.Marshal(h.Memory)
-		if err != nil {
-			return err
-		}
-		if err := writeAll(w, []byte(`,"memory":`), mem); err != nil {
-			return err
-		}
-	}
-	return writeAll(w, []byte{'}'})
-}
-
-func writeAll(w io.Writer, bs ...[]byte) error {
-	for _, b := range bs {
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-	}
-	return nil
+	return store.WriteArchiveState(w, h.Session, h.Memory, each)
 }
 
 // eachMessage calls fn for every message query returns (its columns
