@@ -32,6 +32,30 @@ func await(t *testing.T, c chan string, who, want string) {
 	}
 }
 
+// awaitAdvancing moves c a second at a time until want arrives: a timer
+// armed just after an Advance would otherwise wait for a move that never
+// comes.
+func awaitAdvancing(t *testing.T, ch chan string, c *clock.Fake, who, want string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		c.Advance(time.Second)
+		wait := time.After(500 * time.Millisecond)
+	drain:
+		for {
+			select {
+			case ev := <-ch:
+				if ev == want {
+					return
+				}
+			case <-wait:
+				break drain
+			}
+		}
+	}
+	t.Fatalf("gave up waiting for %s to %s", who, want)
+}
+
 // Two schedulers with their own fake clocks: a's stands still (a stopped
 // process) while b's moves past a's lease, so b takes the lead though a
 // keeps locks/scheduler. When a's clock moves again it finds its lease
@@ -40,7 +64,11 @@ func TestLeaderThatLostItsLeaseFollows(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.create(Spec{Key: "beat", Every: "1s", Overlap: "allow"})
-	clockA, clockB := e.clock, clock.NewFake(t0)
+	// a renews its lease (5 s) by t0+1s at the latest, so b, whose clock
+	// reads past that lease when it starts, takes over though a keeps the
+	// lock. (Setting b's clock after its start would race with the timer
+	// b arms to wait for the lease.)
+	clockA, clockB := e.clock, clock.NewFake(t0.Add(time.Second+5*time.Second+500*time.Millisecond))
 	newSched := func(c clock.Clock) *Scheduler {
 		return New(Config{Store: e.store, LocksDir: e.svc.LocksDir, Targets: e.targets, Workspace: e.dir, Clock: c, Runs: e.runs, Check: time.Hour})
 	}
@@ -59,17 +87,15 @@ func TestLeaderThatLostItsLeaseFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Stop()
-	// a renewed its lease at t0+1s at the latest: b takes over once the
-	// lease (5 s) has run out on b's clock.
-	clockB.Set(t0.Add(time.Second + 5*time.Second + 500*time.Millisecond))
 	await(t, eb, "b", eventLead)
 	e.waitRuns(t, eb, 2)
 	if !a.Leading() {
 		t.Fatal("a noticed it lost the lead although its clock stood still")
 	}
 
-	clockA.Advance(time.Second)
-	await(t, ea, "a", eventLeft)
+	// a's renewal (or its next fire) finds the lease lost. Its timers may
+	// be armed only after an Advance, so move its clock until it notices.
+	awaitAdvancing(t, ea, clockA, "a", eventLeft)
 	if a.Leading() || !b.Leading() {
 		t.Fatalf("after a woke: a leading %v, b leading %v", a.Leading(), b.Leading())
 	}
