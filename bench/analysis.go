@@ -84,11 +84,11 @@ var limits = map[int]func(*recorder) string{
 	},
 	11: func(r *recorder) string {
 		return fmt.Sprintf("This run: ours %s on PostgreSQL, River at its best setting %s. Each of our runs is %s write transactions (create, the step's start, "+
-			"settle), %s in all; one write transaction on this server takes %s (its COMMIT waits for the WAL flush). store/postgres numbers every run write "+
-			"from one counter row (run_changes, for ChangedRuns in commit order), so every run write holds that row's lock until its COMMIT (sampled during our runs, %s of the server's active backends were waiting for that lock): the writes "+
-			"are serialised, one commit after another, and the rate cannot exceed about 1 / (the time a write holds the row, its commit included), whatever "+
-			"the concurrency. River batches its inserts' and completions' commits. The lever is in store/postgres: a change number that does not serialise "+
-			"writers (a sequence, with ChangedRuns reading only changes older than the oldest transaction in flight).",
+			"settle), %s in all; one write transaction on this server takes %s (its COMMIT waits for the WAL flush). Writers share no row: a write logs its "+
+			"run's change and readers number the committed ones (sampled during our runs, %s of the server's active backends were waiting for the run_changes "+
+			"row lock, which only readers take). Each of our runs pays three commits of its own, each waiting for the WAL flush, while River batches its inserts' "+
+			"and completions' commits, so it pays a fraction of a commit per job. The lever is in store/postgres: group the step-start and settle writes of "+
+			"concurrent runs into one transaction, as River does.",
 			val(r, 11, "ours, PostgreSQL"), val(r, 11, "River at its best"), val(r, 11, "diagnostic: ours, store write transactions per run"),
 			val(r, 11, "diagnostic: ours, store write transactions per second"), val(r, 11, "diagnostic: one write transaction"),
 			val(r, 11, "diagnostic: ours, share of active"))

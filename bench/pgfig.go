@@ -56,7 +56,7 @@ func figPostgres(ctx context.Context, b *bench) error {
 				ours = v
 				b.rec.add(11, "diagnostic: ours, store write transactions per run", "", goal{}, ops)
 				b.rec.add(11, "diagnostic: ours, store write transactions per second", "tx/s", goal{}, ops*v)
-				b.rec.add(11, "diagnostic: ours, share of active server backends waiting for the run_changes row lock (sampled every 10 ms)", "%", goal{}, 100*waits)
+				b.rec.add(11, "diagnostic: ours, share of active server backends waiting for the run_changes row lock, which only readers take (sampled every 10 ms)", "%", goal{}, 100*waits)
 				continue
 			}
 			for i, cfg := range pgRiverConfigs {

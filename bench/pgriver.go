@@ -108,7 +108,8 @@ func pgCommitP50(ctx context.Context, url string, d time.Duration) (float64, err
 
 // lockWaits samples, every 10 ms until stop is called, the server's active
 // backends on database dbURL's database, and returns the share of them
-// waiting for a lock taken by an update of the run_changes counter row.
+// waiting for a lock taken by an update of the run_changes row (readers
+// numbering committed changes take it; writers no longer do).
 func lockWaits(ctx context.Context, admin, dbURL string) (stop func() (float64, error)) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
