@@ -17,6 +17,7 @@ import (
 	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/internal/stuckwriter"
 	"github.com/cairnhq/cairn/internal/tmpfs"
+	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -71,12 +72,24 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) int {
 }
 
 // TestWorkerResumesAfterDiskFull fills the state disk (a 4 MB tmpfs) under
-// a real worker firing an every-1s automation, then frees it: the worker
-// pauses writing and releases the scheduler, fires resume soon after the
-// space is back, no slot fires twice, every run that executed is stored
-// and the database is sound.
+// a real worker firing an every-1s automation, then frees it, in both
+// coordination modes: the worker pauses writing, lets go of the scheduler
+// and worker duties (lock files at once; a lease, whose release is a
+// write, once it expires), new work is refused naming the disk, status
+// says the disk is full; fires resume soon after the space is back, the
+// worker takes its duties again, no slot fires twice, every run that
+// executed is stored and the database is sound.
 func TestWorkerResumesAfterDiskFull(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"locks", "leases"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			workerResumesAfterDiskFull(t, mode)
+		})
+	}
+}
+
+func workerResumesAfterDiskFull(t *testing.T, mode string) {
 	disk := tmpfs.Mount(t, "4m")
 	c := newCLIWS(t, map[string]string{"tick.yaml": `
 on:
@@ -85,6 +98,11 @@ steps:
   - id: mark
     shell: 'echo "$CAIRN_RUN_ID" >> ticks.txt'
 `})
+	if mode == "leases" {
+		if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte(leaseYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.state = filepath.Join(disk, "state")
 	ws, err := workspace.Resolve(c.root, c.root, c.state)
 	if err != nil {
@@ -97,23 +115,48 @@ steps:
 	}
 	var stderr syncBuffer
 	worker := c.startMCPHost(&stderr, "worker", "--idle", "0")
+	pid := worker.Cmd.Process.Pid
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("worker log:\n%s", stderr.String())
 		}
 	})
 	c.waitFor("two fires before the disk fills", func() bool { return len(ticks()) >= 2 })
+	view := openReadOnly(t, c)
+	doing := func(name string) bool {
+		d := c.dutyDoer(view, name)
+		return d.Done() && d.Doer == pid
+	}
+	c.waitFor("the worker to do both duties", func() bool { return doing("scheduler") && doing("worker") })
 
 	fill := filepath.Join(disk, "fill")
 	tmpfs.Fill(t, fill)
-	c.waitFor("the worker to pause writing", func() bool {
-		return strings.Contains(stderr.String(), "state disk full: free space on "+c.ws.StateDir+"; Cairn resumes by itself")
-	})
+	full := "state disk full: free space on " + c.ws.StateDir + "; Cairn resumes by itself"
+	c.waitFor("the worker to pause writing", func() bool { return strings.Contains(stderr.String(), full) })
+	// Its duties go: the lock files at once, the leases once they expire.
+	c.waitFor("the worker to let go of its duties", func() bool { return !doing("scheduler") && !doing("worker") })
+	if mode == "locks" {
+		for _, name := range []string{"scheduler", "worker"} {
+			if h, held, err := locks.Describe(c.ws.LocksDir(), name); err != nil || held {
+				t.Errorf("locks/%s on the full disk: held %v by %+v (%v)", name, held, h, err)
+			}
+		}
+	}
+	for _, want := range []string{"scheduler released", "worker duty released"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the worker's log on the full disk does not say %q", want)
+		}
+	}
 	code, out, _ := c.run("status")
-	if code != 0 || !strings.Contains(out, "state disk") {
+	if code != 0 || !strings.Contains(out, "state disk  the state disk has 0 MB free") || !strings.Contains(out, "new runs and fires are refused") {
 		t.Errorf("status on a full disk: exit %d:\n%s", code, out)
 	}
 	t.Logf("status on the full disk:\n%s", out)
+	code, out, errs := c.run("run", "--detach", "tick")
+	if code == 0 || !strings.Contains(errs, c.ws.StateDir) || !strings.Contains(errs, "no space left on device") && !strings.Contains(errs, "free space") {
+		t.Errorf("run --detach on a full disk: exit %d %q %q", code, out, errs)
+	}
+	t.Logf("run --detach on the full disk: exit %d: %s", code, strings.TrimSpace(errs))
 	before := len(ticks())
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
@@ -126,6 +169,7 @@ steps:
 	if resumedIn > 15*time.Second {
 		t.Errorf("fires resumed %s after the space was freed", resumedIn)
 	}
+	c.waitFor("the worker to do both duties again", func() bool { return doing("scheduler") && doing("worker") })
 	c.waitFor("two more fires", func() bool { return len(ticks()) >= before+2 })
 	if err := worker.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -133,8 +177,10 @@ steps:
 	if code := waitExit(t, worker.Cmd, 30*time.Second); code != 0 {
 		t.Fatalf("worker exited %d:\n%s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "scheduler restarted") {
-		t.Errorf("the worker's log does not say the scheduler restarted:\n%s", stderr.String())
+	for _, want := range []string{"scheduler restarted", "worker duty taken again"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the worker's log does not say %q:\n%s", want, stderr.String())
+		}
 	}
 
 	s := c.openStore()
@@ -160,6 +206,11 @@ steps:
 	var dup int
 	if err := s.Reader().QueryRow("SELECT count(*) FROM (SELECT run_id FROM automation_fires WHERE run_id != '' GROUP BY run_id HAVING count(*) > 1)").Scan(&dup); err != nil || dup != 0 {
 		t.Errorf("%d runs were queued by more than one fire (%v)", dup, err)
+	}
+	for nominal, rs := range firedRuns(t, s) {
+		if len(rs) > 1 {
+			t.Errorf("slot %s fired %d times", nominal.Format(time.RFC3339Nano), len(rs))
+		}
 	}
 }
 
