@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/cairn/internal/stuckwriter"
 	"github.com/cairnhq/cairn/internal/tmpfs"
 	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workspace"
 )
 
@@ -74,8 +75,8 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) int {
 // TestWorkerResumesAfterDiskFull fills the state disk (a 4 MB tmpfs) under
 // a real worker firing an every-1s automation, then frees it, in both
 // coordination modes: the worker pauses writing, lets go of the scheduler
-// and worker duties (lock files at once; a lease, whose release is a
-// write, once it expires), new work is refused naming the disk, status
+// and worker duties (their lock files are free), new work is refused
+// naming the disk, status
 // says the disk is full; fires resume soon after the space is back, the
 // worker takes its duties again, no slot fires twice, every run that
 // executed is stored and the database is sound.
@@ -92,8 +93,6 @@ func TestWorkerResumesAfterDiskFull(t *testing.T) {
 func workerResumesAfterDiskFull(t *testing.T, mode string) {
 	disk := tmpfs.Mount(t, "4m")
 	c := newCLIWS(t, map[string]string{"tick.yaml": `
-on:
-  - every: 1s
 steps:
   - id: mark
     shell: 'echo "$CAIRN_RUN_ID" >> ticks.txt'
@@ -112,6 +111,13 @@ steps:
 	ticks := func() []string {
 		b, _ := os.ReadFile(filepath.Join(c.root, "ticks.txt"))
 		return strings.Fields(string(b))
+	}
+	// overlap allow: a run whose step ended on the full disk has no
+	// recorded result, and parks on the question whether to run the step
+	// again (it is not safe to repeat); with overlap skip that question
+	// would hold the automation back until someone answers it.
+	if code, _, errs := c.run("automations", "create", "--key", "tick", "--target", "tick", "--every", "1s", "--overlap", "allow"); code != 0 {
+		t.Fatalf("automations create: exit %d %s", code, errs)
 	}
 	var stderr syncBuffer
 	worker := c.startMCPHost(&stderr, "worker", "--idle", "0")
@@ -133,19 +139,22 @@ steps:
 	tmpfs.Fill(t, fill)
 	full := "state disk full: free space on " + c.ws.StateDir + "; Cairn resumes by itself"
 	c.waitFor("the worker to pause writing", func() bool { return strings.Contains(stderr.String(), full) })
-	// Its duties go: the lock files at once, the leases once they expire.
-	c.waitFor("the worker to let go of its duties", func() bool { return !doing("scheduler") && !doing("worker") })
-	if mode == "locks" {
-		for _, name := range []string{"scheduler", "worker"} {
-			if h, held, err := locks.Describe(c.ws.LocksDir(), name); err != nil || held {
-				t.Errorf("locks/%s on the full disk: held %v by %+v (%v)", name, held, h, err)
-			}
-		}
-	}
+	// Its duties go: the lock files at once (a lease, whose release is a
+	// write, expires; a full disk is not all or nothing: a small write
+	// that fits in the WAL's room may commit, the store resumes and takes
+	// its leases again, so their state is not asserted here).
 	for _, want := range []string{"scheduler released", "worker duty released"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("the worker's log on the full disk does not say %q", want)
-		}
+		c.waitFor("the worker to log "+want, func() bool { return strings.Contains(stderr.String(), want) })
+	}
+	if mode == "locks" {
+		c.waitFor("the lock files to be free", func() bool {
+			for _, name := range []string{"scheduler", "worker"} {
+				if h, held, err := locks.Describe(c.ws.LocksDir(), name); err != nil || held && h.PID == pid {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	code, out, _ := c.run("status")
 	if code != 0 || !strings.Contains(out, "state disk  the state disk has 0 MB free") || !strings.Contains(out, "new runs and fires are refused") {
@@ -164,7 +173,7 @@ steps:
 	freed := time.Now()
 	c.waitFor("a fire after the space was freed", func() bool { return len(ticks()) > before })
 	resumedIn := time.Since(freed)
-	t.Logf("first fire %s after the space was freed", resumedIn.Round(time.Millisecond))
+	t.Logf("%s: first fire %s after the space was freed", mode, resumedIn.Round(time.Millisecond))
 	// A correctness bound with a wide margin (the issue asks for 5 s).
 	if resumedIn > 15*time.Second {
 		t.Errorf("fires resumed %s after the space was freed", resumedIn)
@@ -210,6 +219,11 @@ steps:
 	for nominal, rs := range firedRuns(t, s) {
 		if len(rs) > 1 {
 			t.Errorf("slot %s fired %d times", nominal.Format(time.RFC3339Nano), len(rs))
+		}
+		for _, r := range rs {
+			if r.Status == store.RunWaiting {
+				t.Logf("run %s (slot %s) waits for an answer: its step ended while the disk was full", r.ID, nominal.Format(time.RFC3339))
+			}
 		}
 	}
 }
