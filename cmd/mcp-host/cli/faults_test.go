@@ -321,3 +321,84 @@ func TestReadCommandsAnswerWhileAWriterIsStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestStepEndingOnAFullDiskKeepsItsResult: a step fills the state disk
+// (a 4 MB tmpfs) and ends: its supervisor cannot record the result, says
+// it waits for the disk, and records it once space is freed, so the run
+// goes on and succeeds with each step run once, instead of parking on
+// the question whether the step ran.
+func TestStepEndingOnAFullDiskKeepsItsResult(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"locks", "leases"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			stepEndingOnAFullDisk(t, mode)
+		})
+	}
+}
+
+func stepEndingOnAFullDisk(t *testing.T, mode string) {
+	disk := tmpfs.Mount(t, "4m")
+	fill := filepath.Join(disk, "fill")
+	c := newCLIWS(t, map[string]string{"fill.yaml": `
+steps:
+  - id: fill
+    shell: |
+      echo "fill $$" >> ran.txt
+      head -c 8000000 /dev/zero > '` + fill + `' 2>/dev/null || true
+      touch filled
+      while [ ! -e go ]; do sleep 0.05; done
+  - id: after
+    shell: 'echo after >> ran.txt'
+`})
+	if mode == "leases" {
+		if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte(leaseYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.state = filepath.Join(disk, "state")
+	ws, err := workspace.Resolve(c.root, c.root, c.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ws = ws
+	var stderr syncBuffer
+	worker := c.startMCPHost(&stderr, "worker", "--idle", "0")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker log:\n%s", stderr.String())
+		}
+	})
+	id := c.detach("fill")
+	c.waitFor("the step to fill the disk", func() bool { _, err := os.Stat(filepath.Join(c.root, "filled")); return err == nil })
+	c.touch(t, "go")
+	c.waitFor("the supervisor to say it waits for the disk", func() bool {
+		return strings.Contains(stderr.String(), "step supervisor waits for the state disk")
+	})
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	view := openReadOnly(t, c)
+	var r *store.Run
+	c.waitFor("the run to settle", func() bool {
+		r, err = view.GetRun(context.Background(), id)
+		return err == nil && (r.Status == store.RunSucceeded || r.Status == store.RunFailed || r.Status == store.RunWaiting || r.Status == store.RunCancelled)
+	})
+	if r.Status != store.RunSucceeded {
+		t.Fatalf("run %s is %s after the space was freed", id, r.Status)
+	}
+	if ran := strings.Fields(c.file("ran.txt")); len(ran) != 3 || ran[0] != "fill" || ran[2] != "after" {
+		t.Fatalf("steps ran: %q, want fill once, then after", ran)
+	}
+	if err := worker.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, worker.Cmd, 30*time.Second); code != 0 {
+		t.Fatalf("worker exited %d", code)
+	}
+	s := c.openStore()
+	defer s.Close()
+	if err := s.IntegrityCheck(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
