@@ -51,6 +51,12 @@ type DutyConfig struct {
 // Duty takes and holds one duty. It is safe for concurrent use.
 type Duty struct {
 	cfg DutyConfig
+	// unreleased is the fence of this process's latest holding whose
+	// lease could not be released (its store could not write: a full
+	// disk); the next take releases it first, so this process need not
+	// wait for its own lease to expire.
+	mu         sync.Mutex
+	unreleased *store.LeaseFence
 	// onRenew, set by tests before any take, is told each background
 	// renewal's result.
 	onRenew func(error)
@@ -93,6 +99,7 @@ func (e *DutyHeldError) Unwrap() error { return ErrHeld }
 // that has not expired (or no lease at all), or a lease without the lock
 // file. It reads the lease without writing unless it may take it.
 func (d *Duty) TryTake(ctx context.Context) (*Holding, error) {
+	d.releaseLeftover(ctx)
 	now := d.cfg.Clock.Now()
 	lock, err := d.tryLockFile()
 	var held *HeldError
@@ -298,8 +305,12 @@ func (h *Holding) Release() error {
 		defer h.mu.Unlock()
 		var errs []error
 		if h.lostErr == nil {
-			if err := h.d.cfg.Leases.ReleaseLease(context.Background(), h.lease.Fence()); err != nil {
+			f := h.lease.Fence()
+			if err := h.d.cfg.Leases.ReleaseLease(context.Background(), f); err != nil {
 				errs = append(errs, fmt.Errorf("release duty %s: %w", h.d.cfg.Name, err))
+				h.d.mu.Lock()
+				h.d.unreleased = &f
+				h.d.mu.Unlock()
 			}
 		}
 		if h.lock != nil {
@@ -309,4 +320,18 @@ func (h *Holding) Release() error {
 		h.releaseErr = errors.Join(errs...)
 	})
 	return h.releaseErr
+}
+
+// releaseLeftover releases the lease of an earlier holding whose release
+// failed. The release is fenced: it changes nothing when another process
+// took the lease meanwhile.
+func (d *Duty) releaseLeftover(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unreleased == nil {
+		return
+	}
+	if d.cfg.Leases.ReleaseLease(ctx, *d.unreleased) == nil {
+		d.unreleased = nil
+	}
 }

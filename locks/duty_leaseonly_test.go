@@ -67,3 +67,50 @@ func TestLeaseOnlyDutyMovesWithTheLease(t *testing.T) {
 		t.Fatalf("take after release: %+v", hb2.Lease())
 	}
 }
+
+// refusingReleases is a lease store whose releases fail while refuse is
+// set, as a store does while its disk is full.
+type refusingReleases struct {
+	store.LeaseStore
+	refuse bool
+}
+
+func (r *refusingReleases) ReleaseLease(ctx context.Context, f store.LeaseFence) error {
+	if r.refuse {
+		return errors.New("state disk full")
+	}
+	return r.LeaseStore.ReleaseLease(ctx, f)
+}
+
+// A holding released while the store could not write leaves its lease
+// current; the process's next take releases it first instead of waiting
+// for it to expire, while another process still waits.
+func TestUnreleasedLeaseIsReleasedByTheNextTake(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &refusingReleases{LeaseStore: memory.New()}
+	clk := clock.NewFake(dutyT0)
+	a := &dutyPeer{clk: clk, duty: NewDuty(DutyConfig{Dir: t.TempDir(), Name: "scheduler", Leases: st, Clock: clk, LeaseOnly: true})}
+	other := NewDuty(DutyConfig{Dir: t.TempDir(), Name: "scheduler", Leases: st, Clock: clk, LeaseOnly: true})
+	h := mustTake(t, a)
+	st.refuse = true
+	if err := h.Release(); err == nil {
+		t.Fatal("release with the store refusing writes: nil error")
+	}
+	var held *DutyHeldError
+	if _, err := other.TryTake(ctx); !errors.As(err, &held) {
+		t.Fatalf("another process's take of the unreleased lease: %v", err)
+	}
+	if _, err := a.duty.TryTake(ctx); !errors.As(err, &held) {
+		t.Fatalf("take while the store still refuses: %v", err)
+	}
+	st.refuse = false
+	h2, err := a.duty.TryTake(ctx)
+	if err != nil {
+		t.Fatalf("take once the store writes again: %v", err)
+	}
+	if l := h2.Lease(); l.Epoch != 2 || l.Holder == h.Lease().Holder {
+		t.Fatalf("lease after the take: %+v", l)
+	}
+	h2.Release()
+}

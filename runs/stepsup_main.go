@@ -145,12 +145,8 @@ func superviseMain(in io.Reader, status *os.File) int {
 	outFile.close()
 	j.close()
 	st.Result = resultOfProcess(res, red)
-	if err := lock.confirm(); err != nil {
+	if err := recordResult(status, lock, rec, st); err != nil {
 		fmt.Fprintf(status, "error: record the result: %v\n", err)
-		return 2
-	}
-	if err := rec.write(st, true); err != nil {
-		fmt.Fprintf(status, "error: %v\n", err)
 		return 2
 	}
 	fmt.Fprintln(status, statusDone)

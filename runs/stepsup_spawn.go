@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,6 +23,7 @@ type supervisor struct {
 	done   chan struct{} // closed once it exited and was reaped
 	// failure is the error it reported, if any; read after done.
 	failure string
+	log     *slog.Logger // where its waiting lines go (nil: nowhere)
 }
 
 // startSupervisor starts a step supervisor for spec and hands it the spec
@@ -78,7 +80,7 @@ func (x *execution) startSupervisor(spec stepSpec) (*supervisor, error) {
 		statusR.Close()
 		return nil, fmt.Errorf("start step supervisor: %w", err)
 	}
-	s := &supervisor{cmd: cmd, ref: refOf(cmd.Process.Pid), locked: make(chan struct{}), done: make(chan struct{})}
+	s := &supervisor{cmd: cmd, ref: refOf(cmd.Process.Pid), locked: make(chan struct{}), done: make(chan struct{}), log: x.e.log.With("run", x.id)}
 	go s.read(statusR)
 	_, werr := inW.Write(append(body, '\n'))
 	if werr == nil {
@@ -117,6 +119,8 @@ func (s *supervisor) read(r *os.File) {
 			close(s.locked)
 		case strings.HasPrefix(line, "error: "):
 			s.failure = strings.TrimPrefix(line, "error: ")
+		case strings.HasPrefix(line, statusWaiting) && s.log != nil:
+			s.log.Warn("step supervisor waits for the state disk", "pid", s.ref.PID, "say", strings.TrimPrefix(line, statusWaiting))
 		}
 	}
 	r.Close()

@@ -75,7 +75,7 @@ user unit or launchd to keep one up.`,
 			// registered before the duty is taken: its writes come first.
 			re.RegisterPeer(ctx) //nolint:errcheck // returns nil
 			defer re.EndPeer()
-			err = e.runWorker(ctx, re.Workspace, re.Worker, idle, parts)
+			err = e.runWorker(ctx, re.Workspace, re.Worker, followHealth(re.Store), idle, parts)
 			if failed := re.Failed(); failed != nil {
 				return failed
 			}
@@ -117,7 +117,7 @@ func workerRuns(h *host.Host) bool {
 // is taken over (this process was stopped longer than the lease), or, with
 // idle > 0, none of them has been busy for idle. A second worker for the
 // same workspace returns nil once it sees the first one make progress.
-func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, duty *locks.Duty, idle time.Duration, parts []peerPart) error {
+func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, duty *locks.Duty, health *healthFollow, idle time.Duration, parts []peerPart) error {
 	held, err := duty.TakeOrWatch(ctx)
 	if errors.Is(err, locks.ErrHeld) {
 		fmt.Fprintf(e.stdio.Err, "mcp-host: a worker already runs for %s (%v)\n", ws.Root, err)
@@ -157,17 +157,38 @@ func (e *env) runWorker(ctx context.Context, ws *workspace.Workspace, duty *lock
 	t := time.NewTicker(period)
 	defer t.Stop()
 	lastBusy := time.Now()
+	lost := func() <-chan struct{} {
+		if held == nil {
+			return nil // released while the store cannot write
+		}
+		return held.Lost()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			e.log.Info("worker stopping", "pid", os.Getpid())
 			return nil
-		case <-held.Lost():
+		case <-lost():
 			e.log.Warn("worker duty taken over by another worker while this one made no progress; exiting", "pid", os.Getpid(), "err", held.Err())
 			return nil
+		case <-health.ch:
+			var done bool
+			if held, done = e.followDuty(ctx, health.changed(), duty, held); done {
+				return nil
+			}
+			lastBusy = time.Now()
+			continue
 		case <-t.C:
+			if held == nil { // released while the store could not write
+				var done bool
+				if held, done = e.followDuty(ctx, health.paused(), duty, held); done {
+					return nil
+				}
+				lastBusy = time.Now()
+				continue
+			}
 		}
-		if idle <= 0 {
+		if idle <= 0 || held == nil {
 			continue
 		}
 		if busy() {
