@@ -89,7 +89,7 @@ func (e *env) autoCreateCommand() *cobra.Command {
 					return err
 				}
 				x := res.Automation
-				next, warning := automations.NextDue(x, time.Now()), schedulerWarning(a)
+				next, warning := automations.NextDue(x, time.Now()), schedulerWarning(cmd.Context(), a)
 				if e.json {
 					return e.printJSON(struct {
 						automations.CreateResult
@@ -269,7 +269,7 @@ func (e *env) autoShowCommand() *cobra.Command {
 					}
 					w.Flush()
 				}
-				e.warn(schedulerWarning(a))
+				e.warn(schedulerWarning(cmd.Context(), a))
 				return nil
 			})
 		},
@@ -355,7 +355,7 @@ func (e *env) autoEdit(ctx context.Context, warn bool, fn func(*automations.Serv
 		}
 		warning := ""
 		if warn && x.Enabled {
-			warning = schedulerWarning(a)
+			warning = schedulerWarning(ctx, a)
 		}
 		if e.json {
 			return e.printJSON(struct {
