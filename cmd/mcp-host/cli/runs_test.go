@@ -378,7 +378,12 @@ steps:
 			}
 		}
 	}
-	code, out, _ := c.run("automations", "list", "--json")
+	// The fire history shows each fire's run outcome, not only queued.
+	code, out, _ := c.run("automations", "show", "tick:0")
+	if code != 0 || !regexp.MustCompile(`queued +`+fired[0][1]+` +succeeded\n`).MatchString(out) {
+		t.Fatalf("automations show tick:0: exit %d\n%s", code, out)
+	}
+	code, out, _ = c.run("automations", "list", "--json")
 	if code != 0 || !strings.Contains(out, `"tick:0"`) {
 		t.Fatalf("automations list: exit %d: %s", code, out)
 	}
