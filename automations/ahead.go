@@ -2,6 +2,7 @@ package automations
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -48,7 +49,8 @@ type armedSlot struct {
 }
 
 type armedFire struct {
-	p store.FireParams
+	p   store.FireParams
+	key string // the automation's, for the log
 	// until is when the prepared fire stops being the one a pass would
 	// decide: the automation's next slot, or the end of the grace.
 	until time.Time
@@ -131,7 +133,7 @@ func (s *Scheduler) arm(ctx context.Context, next time.Time) time.Time {
 		if !due.Next.IsZero() && due.Next.Before(until) {
 			until = due.Next
 		}
-		armed.fires = append(armed.fires, armedFire{p: p, until: until})
+		armed.fires = append(armed.fires, armedFire{p: p, key: a.Key, until: until})
 	}
 	prepared, errs := s.prepareAll(ctx, fresh, next)
 	for i, at := range freshAt {
@@ -163,11 +165,12 @@ func (s *Scheduler) fireArmed(ctx context.Context) {
 	}
 	now := s.cfg.Clock.Now()
 	ps := make([]store.FireParams, 0, len(armed.fires))
+	keys := make([]string, 0, len(armed.fires))
 	for _, f := range armed.fires {
 		if now.Before(f.until) {
 			p := f.p
 			p.Actual = now
-			ps = append(ps, p)
+			ps, keys = append(ps, p), append(keys, f.key)
 		}
 	}
 	if len(ps) == 0 {
@@ -175,6 +178,7 @@ func (s *Scheduler) fireArmed(ctx context.Context) {
 	}
 	outs := s.fireSliced(ctx, ps)
 	refused := 0
+	var fired []int // indexes of the fires that queued a run
 	s.mu.Lock()
 	for i, o := range outs {
 		switch {
@@ -182,8 +186,16 @@ func (s *Scheduler) fireArmed(ctx context.Context) {
 			refused++
 		case !o.Result.AlreadyFired && o.Result.Run != nil:
 			s.inflight[ps[i].AutomationID] = o.Result.Run.ID
+			fired = append(fired, i)
 		}
 	}
 	s.mu.Unlock()
 	s.log.Info("fired prepared slot", "slot", armed.at, "fires", len(ps), "refused", refused, "lag", s.cfg.Clock.Now().Sub(armed.at))
+	// Each fire, as the pass logs it (after the commits: no fire waits
+	// on the log).
+	if s.log.Enabled(ctx, slog.LevelInfo) {
+		for _, i := range fired {
+			s.log.Info("fired", "automation", keys[i], "slot", ps[i].Nominal, "run", outs[i].Result.Run.ID)
+		}
+	}
 }

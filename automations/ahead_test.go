@@ -1,8 +1,12 @@
 package automations
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,4 +237,50 @@ func TestLeaderFiresPreparedSlotOnItsTimer(t *testing.T) {
 	if e.runCount() != n {
 		t.Fatalf("%d runs, want %d", e.runCount(), n)
 	}
+}
+
+// The log has each fire of a prepared slot at info, naming its automation
+// and run (a worker's log is how a person finds what fired), besides the
+// slot's summary.
+func TestPreparedSlotLogsEachFire(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var buf syncBuffer
+	vt := &versionedTargets{stubTargets: e.targets}
+	e.sched = New(Config{Store: e.store, LocksDir: e.svc.LocksDir, Targets: vt, Workspace: e.dir, Clock: e.clock, Runs: e.runs,
+		Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	a := e.create(Spec{Key: "nightly", Cron: "* * * * *", TZ: "UTC"})
+	b := e.create(Spec{Key: "hourly", Cron: "* * * * *", TZ: "UTC"})
+	e.slot(t0.Add(time.Minute))
+	log := buf.String()
+	if !strings.Contains(log, `msg="fired prepared slot"`) || !strings.Contains(log, "fires=2") {
+		t.Fatalf("no slot summary:\n%s", log)
+	}
+	for _, x := range []*store.Automation{a, b} {
+		fs := e.fires(x.ID)
+		if len(fs) != 1 {
+			t.Fatalf("%s: %d fires", x.Key, len(fs))
+		}
+		if want := "msg=fired automation=" + x.Key + " slot=" + t0.Add(time.Minute).Format("2006-01-02T15:04:05.000Z07:00") + " run=" + fs[0].RunID + "\n"; !strings.Contains(log, want) {
+			t.Fatalf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -39,9 +39,35 @@ func Summaries(ctx context.Context, s store.AutomationStore, now time.Time) ([]S
 	}
 	out := make([]Summary, 0, len(list))
 	for _, a := range list {
-		out = append(out, Summarize(a, now))
+		sum := Summarize(a, now)
+		LastRunStatus(ctx, s, a, &sum)
+		out = append(out, sum)
 	}
 	return out, nil
+}
+
+// runGetter reads one run: the stores behind a listing do.
+type runGetter interface {
+	GetRun(ctx context.Context, id string) (*store.Run, error)
+}
+
+// LastRunStatus sets sum.LastStatus from a's last run when the recorded
+// status is queued, the one a fire writes: the scheduler records a run's
+// outcome when it next looks, so until then (for good, when the process
+// that fired it stopped) the record says queued of a run that runs, waits
+// or has ended. One run read per such automation; a run that cannot be
+// read (or a store without runs) leaves the recorded status.
+func LastRunStatus(ctx context.Context, s any, a *store.Automation, sum *Summary) {
+	if sum.LastStatus != string(store.RunQueued) || a.State.LastRunID == "" {
+		return
+	}
+	g, ok := s.(runGetter)
+	if !ok {
+		return
+	}
+	if r, err := g.GetRun(ctx, a.State.LastRunID); err == nil {
+		sum.LastStatus = string(r.Status)
+	}
 }
 
 // Summarize makes a's Summary at now: its next due time computed at once

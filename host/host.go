@@ -356,7 +356,14 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closed = true
+	started := h.started
 	h.mu.Unlock()
+	if !started {
+		// Its run was executed here (mcp-host run): what it enqueued is
+		// tried before the process ends, not only by the next serve or
+		// worker.
+		h.notifier.drain()
+	}
 	h.Stop()
 	var err error
 	if h.Store != nil {

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,9 @@ type notifier struct {
 	settings notify.Settings
 	ws       notify.Workspace
 	pending  atomic.Bool
+	// lazy starts the outbox loop at the first row enqueued (false for
+	// a dry run's memory store: only a started host delivers its rows).
+	lazy bool
 }
 
 // newNotifier returns nil when notify: configures no channel.
@@ -31,6 +35,7 @@ func (h *Host) newNotifier(settings notify.Settings, clk clock.Clock) *notifier 
 		outbox:   notify.NewOutbox(notify.OutboxOptions{Store: h.Store, Settings: settings, Clock: clk, Logger: h.log}),
 		settings: settings,
 		ws:       notify.Workspace{Root: h.Workspace.Root, ID: h.Workspace.ID},
+		lazy:     !h.InMemory(),
 	}
 }
 
@@ -51,8 +56,26 @@ func (n *notifier) onChange(next func(string)) func(string) {
 			next(id)
 		}
 		if n.pending.Swap(false) {
+			// A host that was not started (a foreground mcp-host run or
+			// roll executes its run itself) starts its outbox loop now;
+			// in a started one it runs already.
+			if n.lazy {
+				n.outbox.Start(context.Background()) //nolint:errcheck // returns nil
+			}
 			n.outbox.Kick()
 		}
+	}
+}
+
+// drainLimit bounds how long a host that was not started waits, as it
+// closes, for its outbox loop to try the rows due.
+const drainLimit = 30 * time.Second
+
+// drain lets the outbox loop of a host that was not started try the
+// rows due before it ends (nothing when n is nil or no loop started).
+func (n *notifier) drain() {
+	if n != nil {
+		n.outbox.Drain(drainLimit)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/runs"
@@ -73,6 +74,17 @@ func TestAutomationsAdapter(t *testing.T) {
 	a := created.Automation
 	if !created.Created || a.Owner != "agent:Cursor" || a.Trigger.Kind != "cron" || !strings.Contains(a.Schedule, "Europe/Paris") {
 		t.Fatalf("create: %+v", a)
+	}
+	// Its next due time is there at once, 03:00 in Paris, with the offset.
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nd := a.History.NextDue; nd.IsZero() || nd.In(paris).Hour() != 3 || nd.In(paris).Minute() != 0 || !nd.After(time.Now()) {
+		t.Fatalf("create: next due %v, want the next weekday 03:00 Europe/Paris", nd)
+	}
+	if _, off := a.History.NextDue.Zone(); off != 3600 && off != 7200 {
+		t.Fatalf("create: next due %v not in the automation's zone", a.History.NextDue)
 	}
 	var again createAutomationOut
 	f.ok("create_automation", map[string]any{"key": "nightly", "target": "noop", "cron": "0 3 * * 1-5", "tz": "Europe/Paris"}, &again)

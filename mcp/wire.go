@@ -179,6 +179,15 @@ type history struct {
 	LastError  string    `json:"last_error,omitempty"`
 }
 
+// nextDue is a's next due time computed now (not only once a scheduler
+// recorded it), in its zone so the JSON carries the UTC offset.
+func nextDue(a *store.Automation) time.Time {
+	if t := automations.NextDue(a, time.Now()); !t.IsZero() {
+		return t.In(automations.Location(a))
+	}
+	return time.Time{}
+}
+
 func newAutomation(a *store.Automation) *automation {
 	st := a.State
 	return &automation{
@@ -187,7 +196,7 @@ func newAutomation(a *store.Automation) *automation {
 		Schedule: automations.Describe(a.Trigger), Source: a.Source, Approval: a.Approval,
 		History: &history{
 			LastStart: st.LastStart, LastFinish: st.LastFinish, LastStatus: st.LastStatus,
-			LastRunID: st.LastRunID, NextDue: st.NextDue, Fires: st.Fires, Skipped: st.Skipped,
+			LastRunID: st.LastRunID, NextDue: nextDue(a), Fires: st.Fires, Skipped: st.Skipped,
 			Missed: st.Missed, LastError: st.LastError,
 		},
 		Revision: a.Revision, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,

@@ -47,10 +47,11 @@ type Outbox struct {
 	claim    string
 	kick     chan struct{}
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stopped bool
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopped  bool
+	draining bool // the loop ends after its next pass (Drain)
 }
 
 // NewOutbox returns a stopped Outbox.
@@ -121,6 +122,27 @@ func (b *Outbox) Stop() {
 	}
 }
 
+// Drain makes the loop try the rows due now once more and end, waits for
+// it at most limit, then stops it as Stop does. A row that fails is left
+// for the retries of another process's loop.
+func (b *Outbox) Drain(limit time.Duration) {
+	b.mu.Lock()
+	done := b.done
+	running := b.cancel != nil && !b.stopped
+	b.draining = running
+	b.mu.Unlock()
+	if running {
+		b.Kick()
+		t := time.NewTimer(limit)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	b.Stop()
+}
+
 func (b *Outbox) loop(ctx context.Context) {
 	defer close(b.done)
 	t := b.clk.NewTimer(0)
@@ -134,6 +156,12 @@ func (b *Outbox) loop(ctx context.Context) {
 		}
 		if _, err := b.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			b.log.Warn("deliver notifications", "err", err)
+		}
+		b.mu.Lock()
+		draining := b.draining
+		b.mu.Unlock()
+		if draining {
+			return
 		}
 		wait := b.opts.Poll
 		if next, ok, err := b.st.NextNotification(ctx); err == nil && ok {

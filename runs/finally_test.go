@@ -224,3 +224,34 @@ finally:
 		t.Fatal("answering the cancelled run's question was accepted")
 	}
 }
+
+// A run cancelled while still queued (no step started) settles at once,
+// without its finally steps: there is nothing of it to tidy up.
+func TestCancelOfAQueuedRunSkipsFinally(t *testing.T) {
+	t.Parallel()
+	te := setup(t, map[string]string{"job.yaml": `
+steps:
+  - id: work
+    exec: ["true"]
+finally:
+  - id: report
+    exec: ["sh", "-c", 'echo "${{ run.status }}" >> report.txt']
+`})
+	r, err := te.e.Launch(te.ctx, LaunchParams{Target: "job", Detach: true})
+	if err != nil || r.Status != store.RunQueued {
+		t.Fatalf("detached launch: %+v %v", r, err)
+	}
+	c, err := te.e.Cancel(te.ctx, r.ID)
+	if err != nil || c.Status != store.RunCancelled || stepStatuses(c) != "work=pending report=pending" {
+		t.Fatalf("cancel: %+v %v", c, err)
+	}
+	if err := te.e.Start(te.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := te.e.Resume(te.ctx, r.ID); ok || err != nil {
+		t.Fatalf("Resume of the cancelled run: %v %v", ok, err)
+	}
+	if _, err := os.Stat(te.path("report.txt")); !os.IsNotExist(err) {
+		t.Fatalf("report.txt: %v; the finally step ran", err)
+	}
+}

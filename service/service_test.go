@@ -6,10 +6,11 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/systemdtest"
 )
 
 func spec(t *testing.T) Spec {
@@ -45,24 +46,30 @@ func TestSystemdUnitVerifies(t *testing.T) {
 			t.Errorf("unit lacks %q:\n%s", want, unit)
 		}
 	}
-	tool, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not on PATH: the structural checks above ran, verify did not")
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, f.Name)
-	if err := os.WriteFile(path, f.Content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// A user manager needs a runtime folder; a private one does.
-	cmd := exec.Command(tool, "verify", "--user", path)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	out, err := systemdtest.Verify(t, f.Name, f.Content)
+	if err != nil || bytes.Contains(out, []byte(f.Name)) {
 		t.Fatalf("systemd-analyze verify: %v\n%s\n%s", err, out, unit)
 	}
-	if bytes.Contains(out, []byte(f.Name)) {
-		t.Fatalf("systemd-analyze verify complains about the unit:\n%s", out)
+}
+
+// TestSystemdVerifyCatchesMistakes: the verify above fails on a unit
+// systemd would warn about (verify exits 0 on an unknown key or a bad
+// value, so its output is read too), and on one whose program is missing.
+func TestSystemdVerifyCatchesMistakes(t *testing.T) {
+	t.Parallel()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, unit := range map[string]string{
+		"unknown key": "[Service]\nExecStart=" + bin + "\nRestrt=always\n",
+		"bad value":   "[Service]\nExecStart=" + bin + "\nRestart=sometimes\n",
+		"no program":  "[Service]\nExecStart=/nonexistent/mcp-host worker\n",
+	} {
+		out, err := systemdtest.Verify(t, "cairn-bad.service", []byte(unit))
+		if err == nil && !bytes.Contains(out, []byte("cairn-bad.service")) {
+			t.Errorf("%s: verify passed:\n%s", what, out)
+		}
 	}
 }
 

@@ -21,6 +21,8 @@ func TestDayFieldsWithStarSteps(t *testing.T) {
 		{"0 0 */2 * *", []int{3, 5, 7}},              // both stars: odd days
 		{"0 0 15 * 1", []int{2, 9, 15, 16}},          // the 15th, and Mondays
 		{"0 0 * * 1", []int{2, 9, 16}},               // a star day of month: Mondays
+		{"0 0 ? * 1", []int{2, 9, 16}},               // "?" is a star too
+		{"0 0 1-31 * 1", []int{2, 3, 4, 5}},          // a full range is restricted: every day
 	} {
 		c, err := ParseCron(tc.spec, "UTC")
 		if err != nil {

@@ -89,7 +89,7 @@ func (e *env) autoCreateCommand() *cobra.Command {
 					return err
 				}
 				x := res.Automation
-				next, warning := automations.NextDue(x, time.Now()), schedulerWarning(a)
+				next, warning := automations.NextDue(x, time.Now()), schedulerWarning(cmd.Context(), a)
 				if e.json {
 					return e.printJSON(struct {
 						automations.CreateResult
@@ -157,7 +157,9 @@ page's cursor is printed after it ("more: ...", on stderr with --json).`,
 					}
 					sums := make([]automations.Summary, 0, len(list))
 					for _, x := range list {
-						sums = append(sums, automations.Summarize(x, now))
+						sum := automations.Summarize(x, now)
+						automations.LastRunStatus(ctx, a.Store, x, &sum)
+						sums = append(sums, sum)
 					}
 					return sums, next, nil
 				}
@@ -251,7 +253,15 @@ func (e *env) autoShowCommand() *cobra.Command {
 						Zone    string    `json:"zone"`
 					}{d, automations.NextDue(d.Automation, time.Now()).In(automations.Location(d.Automation)), automations.Location(d.Automation).String()})
 				}
-				e.printAutomation(d.Automation)
+				// The last run's status as the history reads it (the record
+				// says queued until the scheduler looks again).
+				status := d.Automation.State.LastStatus
+				for _, f := range d.Fires {
+					if f.RunID != "" && f.RunID == d.Automation.State.LastRunID && f.RunStatus != "" {
+						status = string(f.RunStatus)
+					}
+				}
+				e.printAutomation(d.Automation, status)
 				if len(d.Fires) > 0 {
 					e.printf("fires (newest first):\n")
 					w := tabwriter.NewWriter(e.stdio.Out, 0, 0, 2, ' ', 0)
@@ -269,14 +279,15 @@ func (e *env) autoShowCommand() *cobra.Command {
 					}
 					w.Flush()
 				}
-				e.warn(schedulerWarning(a))
+				e.warn(schedulerWarning(cmd.Context(), a))
 				return nil
 			})
 		},
 	}
 }
 
-func (e *env) printAutomation(x *store.Automation) {
+// printAutomation prints x; lastStatus is its last run's status.
+func (e *env) printAutomation(x *store.Automation, lastStatus string) {
 	st := x.State
 	e.printf("%s (%s)\n", x.Key, x.ID)
 	e.printf("  owner       %s\n", x.Owner)
@@ -294,8 +305,8 @@ func (e *env) printAutomation(x *store.Automation) {
 		e.printf("  state       paused %s\n", x.Note)
 	}
 	e.printf("  revision    %d\n", x.Revision)
-	e.printf("  last start  %s %s\n", zoned(x, st.LastStart), st.LastRunID)
-	e.printf("  last finish %s %s\n", zoned(x, st.LastFinish), st.LastStatus)
+	e.printf("  last start  %s %s %s\n", zoned(x, st.LastStart), st.LastRunID, lastStatus)
+	e.printf("  last finish %s\n", zoned(x, st.LastFinish))
 	e.printf("  next due    %s\n", zoned(x, automations.NextDue(x, time.Now())))
 	e.printf("  fires %d · skipped %d · missed %d\n", st.Fires, st.Skipped, st.Missed)
 	if st.Pending != nil {
@@ -355,7 +366,7 @@ func (e *env) autoEdit(ctx context.Context, warn bool, fn func(*automations.Serv
 		}
 		warning := ""
 		if warn && x.Enabled {
-			warning = schedulerWarning(a)
+			warning = schedulerWarning(ctx, a)
 		}
 		if e.json {
 			return e.printJSON(struct {
@@ -365,7 +376,7 @@ func (e *env) autoEdit(ctx context.Context, warn bool, fn func(*automations.Serv
 				Warning string    `json:"warning,omitempty"`
 			}{x, automations.NextDue(x, time.Now()).In(automations.Location(x)), automations.Location(x).String(), warning})
 		}
-		e.printAutomation(x)
+		e.printAutomation(x, x.State.LastStatus)
 		e.warn(warning)
 		return nil
 	})

@@ -360,7 +360,30 @@ steps:
 	if code := <-done; code != 0 {
 		t.Fatalf("worker: exit %d: %s", code, errb.String())
 	}
-	code, out, _ := c.run("automations", "list", "--json")
+	// worker.log, at the default level, has the fires (each naming its
+	// automation and run) and the runs' lifecycle.
+	b, err := os.ReadFile(c.ws.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wlog := string(b)
+	fired := regexp.MustCompile(`msg=fired automation=tick:0 slot=\S+ run=(run_\w+)`).FindAllStringSubmatch(wlog, -1)
+	if len(fired) < 2 {
+		t.Fatalf("worker.log has %d fires of tick:0, want 2 or more:\n%s", len(fired), wlog)
+	}
+	for _, f := range fired[:2] {
+		for _, want := range []string{`msg="run executing" run=` + f[1], `msg="run settled" run=` + f[1] + ` target=tick status=succeeded`} {
+			if !strings.Contains(wlog, want) {
+				t.Fatalf("worker.log lacks %q:\n%s", want, wlog)
+			}
+		}
+	}
+	// The fire history shows each fire's run outcome, not only queued.
+	code, out, _ := c.run("automations", "show", "tick:0")
+	if code != 0 || !regexp.MustCompile(`queued +`+fired[0][1]+` +succeeded\n`).MatchString(out) {
+		t.Fatalf("automations show tick:0: exit %d\n%s", code, out)
+	}
+	code, out, _ = c.run("automations", "list", "--json")
 	if code != 0 || !strings.Contains(out, `"tick:0"`) {
 		t.Fatalf("automations list: exit %d: %s", code, out)
 	}

@@ -21,13 +21,16 @@ const noSchedulerWarning = "no mcp-host process for this workspace is running, s
 	"start one with `mcp-host worker`, or keep one running with `mcp-host service install`"
 
 // schedulerWarning is noSchedulerWarning when no process of h's workspace
-// holds the scheduler lock, else "" (also for a dry run, which fires
-// nothing anyway).
-func schedulerWarning(h *host.Host) string {
+// does the scheduler duty, else "" (also for a dry run, which fires
+// nothing anyway). The duty is its lock file or its lease in the store: in
+// leases mode the scheduler holds no lock file, and on a shared store its
+// holder may be a peer on another machine.
+func schedulerWarning(ctx context.Context, h *host.Host) string {
 	if h.InMemory() {
 		return ""
 	}
-	if describeLock(h.Workspace.LocksDir(), "scheduler").Running {
+	dir := h.Workspace.LocksDir()
+	if describeDuty(ctx, dir, "scheduler", h.Store, describeLock(dir, "scheduler")).Running {
 		return ""
 	}
 	return noSchedulerWarning

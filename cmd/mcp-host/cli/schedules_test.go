@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/store"
 )
 
 // parisNine matches 09:00 in Paris with the zone and its offset, in winter
@@ -77,5 +80,30 @@ func TestHonestSchedules(t *testing.T) {
 	code, out, errs = c.run("automations", "update", "morning", "--cron", "30 9 * * *")
 	if code != 0 || !strings.Contains(out, "09:30:00 CET") && !strings.Contains(out, "09:30:00 CEST") || strings.Contains(errs, "warning") {
 		t.Fatalf("update with a scheduler alive: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// In leases mode the scheduler holds the store's scheduler lease and no
+// lock file (on a shared store, perhaps on another machine): the lease
+// counts as a process alive to fire, so there is no warning while it is
+// held.
+func TestHonestSchedulesInLeasesMode(t *testing.T) {
+	t.Parallel()
+	c, _ := newLeaseWS(t, map[string]string{"ok.yaml": cliFiles(t)["ok.yaml"]})
+	code, out, errs := c.run("automations", "create", "--key", "morning", "--target", "ok", "--cron", "0 9 * * *", "--tz", "Europe/Paris")
+	if code != 0 || !parisNine.MatchString(out) || !strings.Contains(errs, "warning: no mcp-host process") {
+		t.Fatalf("create with nothing alive: exit %d\n%s\n%s", code, out, errs)
+	}
+	st := c.openStore()
+	defer st.Close()
+	if _, err := st.TakeLease(context.Background(), store.LeaseParams{Name: "scheduler", Holder: "lease_test", PID: os.Getpid(), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = c.run("automations", "update", "morning", "--cron", "30 9 * * *")
+	if code != 0 || !strings.Contains(out, "09:30:00 CE") || strings.Contains(errs, "warning") {
+		t.Fatalf("update with the scheduler lease held: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs = c.run("automations", "show", "morning"); code != 0 || strings.Contains(errs, "warning") {
+		t.Fatalf("show with the scheduler lease held: exit %d\n%s", code, errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnhq/cairn/host"
 	"github.com/cairnhq/cairn/locks"
 )
 
@@ -27,7 +28,8 @@ func (e *env) workerStopCommand() *cobra.Command {
 		Short: "Stop this workspace's worker: SIGTERM to the holder of locks/worker, then wait for it to exit",
 		Long: `Stop the worker of this workspace (--workspace DIR, else the current one): send
 SIGTERM to the process holding locks/worker (after checking, by its start
-time, that the pid still names that process) and wait up to --wait for it to
+time, that the pid still names that process; in leases mode, to the holder of
+the store's worker lease when it is a process of this machine) and wait up to --wait for it to
 let go of the lock. Its runs in flight are released for the next peer. A
 worker kept up by "mcp-host service install" is started again by the service
 manager: remove the service (mcp-host service uninstall) to keep it down.`,
@@ -39,6 +41,10 @@ manager: remove the service (mcp-host service uninstall) to keep it down.`,
 			}
 			rep := workerStop{Workspace: ws.Root}
 			err = stopWorker(cmd.Context(), ws.LocksDir(), wait, &rep)
+			if err == nil && rep.PID == 0 && leasesConfigured(ws) {
+				// Leases mode: the worker holds the store's lease, no lock file.
+				err = e.withHost(cmd.Context(), false, func(h *host.Host) error { return stopLeasedWorker(cmd.Context(), h, wait, &rep) })
+			}
 			if e.json {
 				if perr := e.printJSON(rep); perr != nil {
 					return perr
