@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -287,4 +288,50 @@ func TestLeasesDutiesMoveFromAStoppedHolderAndStatusListsPeers(t *testing.T) {
 	within(t, bound, "the woken worker notices it lost its leases", func() bool {
 		return strings.Contains(a.log(), "lost its lease")
 	})
+}
+
+// In leases mode a cancel reaches the step of a frozen owner too: the
+// owning worker is stopped (SIGSTOP, outside a write) while its step
+// runs; `mcp-host cancel` records the cancel in the store, where the
+// step's supervisor reads it and stops the command, the owner frozen
+// all along. Thawed, the owner (or its successor) settles the run
+// cancelled.
+func TestLeasesCancelReachesTheStepOfAFrozenOwner(t *testing.T) {
+	t.Parallel()
+	c, v := newLeaseWS(t, map[string]string{"long.yaml": longStepYAML})
+	a := c.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "the worker takes the worker duty", func() bool { return v.lease("worker").PID == a.pid() })
+	id := c.detach("long")
+	var step int
+	within(t, 30*time.Second, "the step starts", func() bool { step = processWithEnv("CAIRN_RUN_ID=" + id); return step != 0 })
+	t.Cleanup(func() { _ = syscall.Kill(step, syscall.SIGKILL) })
+	probe, err := sqlite.Open(context.Background(), c.ws.DBPath(), sqlite.Options{WriteWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	t.Cleanup(func() { _ = a.Cmd.Process.Signal(syscall.SIGCONT) })
+	for attempt := 0; ; attempt++ {
+		a.signal(t, syscall.SIGSTOP)
+		within(t, 5*time.Second, "the worker is stopped", func() bool { return locks.Stopped(a.pid()) })
+		if probe.RemovePeer(context.Background(), "peer_probe") == nil {
+			break
+		}
+		if attempt == 50 {
+			t.Fatal("the worker was always stopped inside a write")
+		}
+		a.signal(t, syscall.SIGCONT)
+	}
+	if code, out, errs := c.run("cancel", "--wait", "0", id); code != 0 {
+		t.Fatalf("cancel: exit %d %s %s", code, out, errs)
+	}
+	within(t, 30*time.Second, "the step's process ends after the cancel", func() bool { return !processAlive(step) })
+	if !locks.Stopped(a.pid()) {
+		t.Fatal("the owner ran meanwhile")
+	}
+	a.signal(t, syscall.SIGCONT)
+	c.waitFor("the run to settle", func() bool { return c.show(id).Status.Settled() })
+	if r := c.show(id); r.Status != store.RunCancelled || r.Steps[0].Status != runs.StepCancelled {
+		t.Fatalf("run %s: %s (step %s) %s\nworker log:\n%s", id, r.Status, r.Steps[0].Status, r.Error, a.log())
+	}
 }
