@@ -429,3 +429,35 @@ func TestLeasesStoppedSupervisorWhoseLeaseNobodyTookGoesOn(t *testing.T) {
 		t.Fatalf("the step's log is not one start and its end:\n%s", c.file("steps.log"))
 	}
 }
+
+// In leases mode too, a run whose owner was SIGKILLed with no peer alive
+// says so in runs show and status once the owner's lease expired, while
+// its step goes on under its supervisor.
+func TestLeasesRunsShowOwnerGone(t *testing.T) {
+	t.Parallel()
+	c, v := newLeaseWS(t, map[string]string{"long.yaml": longStepYAML})
+	a := c.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "the worker takes the worker duty", func() bool { return v.lease("worker").PID == a.pid() })
+	id := c.detach("long")
+	var step int
+	within(t, 30*time.Second, "the step starts", func() bool { step = processWithEnv("CAIRN_RUN_ID=" + id); return step != 0 })
+	t.Cleanup(func() { _ = syscall.Kill(step, syscall.SIGKILL) })
+	if r := c.show(id); r.Stalled != "" {
+		t.Fatalf("a run whose owner lives is shown stalled: %q", r.Stalled)
+	}
+	a.signal(t, syscall.SIGKILL)
+	_ = a.Cmd.Wait()
+	want := fmt.Sprintf("owner pid %d gone since ", a.pid())
+	c.waitFor("the owner's lease to expire", func() bool { return strings.Contains(c.show(id).Stalled, want) })
+	if r := c.show(id); r.Status != store.RunRunning || !strings.Contains(r.Stalled, "waiting for a peer") || !strings.Contains(r.Stalled, "no mcp-host worker is alive") {
+		t.Fatalf("runs show --json: %s, stalled %q", r.Status, r.Stalled)
+	}
+	if !processAlive(step) {
+		t.Fatal("the step did not outlive its owner")
+	}
+	for _, args := range [][]string{{"runs", "show", id}, {"status"}} {
+		if code, out, errs := c.run(args...); code != 0 || !strings.Contains(out, want) {
+			t.Errorf("%v: exit %d; does not say the owner is gone:\n%s%s", args, code, out, errs)
+		}
+	}
+}
