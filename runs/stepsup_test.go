@@ -156,15 +156,8 @@ func soakOneRun(t *testing.T, te *testEnv, file string, kills int, c *soakCounts
 		}
 		owner, stderr, _ = te.startChild("worker", "", "")
 	}
-	worker, wstderr, _ := te.startChild("worker", "", "")
-	defer func() {
-		_ = worker.Process.Signal(syscall.SIGTERM)
-		// A worker signalled before it set up its handler ends by the
-		// signal; any other end is a failure.
-		if err := worker.Wait(); err != nil && !isSignal(err, syscall.SIGTERM) {
-			t.Errorf("worker: %v\n%s", err, wstderr)
-		}
-	}()
+	worker, wstderr, wout := te.startChild("worker", "", "")
+	defer stopWorker(t, worker, wout, wstderr)
 	ctx, cancel := context.WithTimeout(te.ctx, time.Minute)
 	defer cancel()
 	for {
@@ -246,15 +239,6 @@ func checkRecordedOnce(t *testing.T, te *testEnv, id string, pids map[string]int
 	if len(seen) != 3 || seen["a"] != 1 || seen["b"] != 1 || seen["c"] != 1 {
 		t.Fatalf("run %s: ledger calls %v, want one of each step", id, seen)
 	}
-}
-
-func isSignal(err error, sig syscall.Signal) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
 // answerAmbiguous answers "retry" to run r's ambiguous-step question and
