@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/clock"
@@ -131,6 +132,7 @@ func (d *Duty) TryTake(ctx context.Context) (*Holding, error) {
 		return nil, errors.Join(fmt.Errorf("take duty %s: %w", d.cfg.Name, err), uerr)
 	}
 	h.lease, h.renewedAt = l, now
+	h.renewed.Store(now.UnixNano())
 	// The timer is made here, not in the goroutine, so that the first
 	// renewal is due Renew after the take whatever the scheduling.
 	go h.renewLoop(d.cfg.Clock.NewTimer(d.cfg.Renew))
@@ -181,6 +183,9 @@ type Holding struct {
 	lease     store.Lease
 	renewedAt time.Time // when the latest renewal was asked, on our clock
 	lostErr   error
+
+	// renewed is renewedAt in Unix nanoseconds, read without mu (Lapsed).
+	renewed atomic.Int64
 }
 
 func (h *Holding) params(now time.Time, epoch int64) store.LeaseParams {
@@ -224,6 +229,15 @@ func (h *Holding) Current() bool {
 	return h.lostErr == nil && h.d.cfg.Clock.Now().Sub(h.renewedAt) < h.d.cfg.Lease
 }
 
+// Lapsed reports, without waiting for a renewal in flight (Current does:
+// a renewal holds mu while the store answers, or hangs), whether the
+// latest successful renewal is a lease's length old on this process's
+// clock: another peer may take the duty now. A holder that acts on
+// others' behalf (a step supervisor and its command) stops acting then.
+func (h *Holding) Lapsed() bool {
+	return h.d.cfg.Clock.Now().Sub(time.Unix(0, h.renewed.Load())) >= h.d.cfg.Lease
+}
+
 // Renew renews the lease now. When the lease was lost it closes Lost and
 // returns an error wrapping store.ErrLeaseLost.
 func (h *Holding) Renew(ctx context.Context) error {
@@ -249,6 +263,7 @@ func (h *Holding) Renew(ctx context.Context) error {
 		return fmt.Errorf("renew duty %s: %w", h.d.cfg.Name, err)
 	}
 	h.lease, h.renewedAt = l, now
+	h.renewed.Store(now.UnixNano())
 	return nil
 }
 

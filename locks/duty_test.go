@@ -175,3 +175,56 @@ func TestTakeOrWatch(t *testing.T) {
 		})
 	}
 }
+
+// hangingLeases is a lease store whose renewals hang until released (a
+// store that cannot be reached): entered says a renewal is hanging.
+type hangingLeases struct {
+	store.LeaseStore
+	takes   int
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *hangingLeases) TakeLease(ctx context.Context, p store.LeaseParams) (store.Lease, error) {
+	if s.takes++; s.takes > 1 {
+		s.entered <- struct{}{}
+		<-s.release
+		return store.Lease{}, errors.New("the store cannot be reached")
+	}
+	return s.LeaseStore.TakeLease(ctx, p)
+}
+
+// TestLapsedWhileARenewalHangs: a holding whose renewal hangs (the store
+// cannot be reached) says it lapsed once a lease's length passed since
+// its latest renewal, without waiting for the renewal (Current waits).
+func TestLapsedWhileARenewalHangs(t *testing.T) {
+	t.Parallel()
+	st := &hangingLeases{LeaseStore: memory.New(), entered: make(chan struct{}), release: make(chan struct{})}
+	clk := clock.NewFake(dutyT0)
+	h, err := NewDuty(DutyConfig{Name: "step:run_x", Leases: st, Clock: clk, LeaseOnly: true}).TryTake(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { close(st.release); h.Release() }()
+	if h.Lapsed() {
+		t.Fatal("lapsed right after the take")
+	}
+	clk.BlockUntil(1) // the renewal timer
+	clk.Advance(DefaultLease / 5)
+	<-st.entered // the renewal hangs, holding the holding's mutex
+	clk.Advance(DefaultLease - DefaultLease/5 - time.Millisecond)
+	lapsed := make(chan bool)
+	go func() { lapsed <- h.Lapsed() }()
+	select {
+	case l := <-lapsed:
+		if l {
+			t.Fatal("lapsed before a lease's length passed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lapsed waits for the hanging renewal")
+	}
+	clk.Advance(time.Millisecond)
+	if !h.Lapsed() {
+		t.Fatal("not lapsed a lease's length after the latest renewal")
+	}
+}

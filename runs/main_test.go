@@ -89,6 +89,7 @@ func child(mode string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 3
 		}
+		fmt.Println("ready") // see stopWorker
 		<-ctx.Done()
 		return 0
 	}

@@ -137,7 +137,11 @@ func runProcess(ctx context.Context, spec procSpec) procResult {
 		case waitErr = <-waited: // it ended on its own just then
 		default:
 			res.Interrupted = context.Cause(ctx)
-			waitErr = stopGroup(spec.clock(), pid, spec.grace, waited)
+			grace := spec.grace
+			if errors.Is(res.Interrupted, errStepLeaseLost) {
+				grace = 0 // the step may be another supervisor's now
+			}
+			waitErr = stopGroup(spec.clock(), pid, grace, waited)
 		}
 	case <-timeout:
 		res.TimedOut = true

@@ -168,13 +168,8 @@ func TestCrashAndResume(t *testing.T) {
 		snap[r.ID] = b
 	}
 
-	worker, wstderr, _ := te.startChild("worker", "", "")
-	defer func() {
-		_ = worker.Process.Signal(syscall.SIGTERM)
-		if err := worker.Wait(); err != nil {
-			t.Errorf("worker: %v\n%s", err, wstderr)
-		}
-	}()
+	worker, wstderr, wout := te.startChild("worker", "", "")
+	defer stopWorker(t, worker, wout, wstderr)
 
 	asked := map[string]string{} // run id -> step the ambiguity question named
 	ctx, cancel := context.WithTimeout(te.ctx, 3*time.Minute)
@@ -275,6 +270,18 @@ func waitSupervisorGone(t *testing.T, te *testEnv, id string) {
 			t.Fatalf("run %s: a step supervisor still holds the step's lock", id)
 		}
 		time.Sleep(5 * time.Millisecond) // another process: nothing to wait on
+	}
+}
+
+// stopWorker stops a worker child once it has started (it says "ready":
+// a worker signalled in the middle of its start gives up on it and
+// fails) and checks it ended well.
+func stopWorker(t *testing.T, worker *exec.Cmd, out *bufio.Reader, stderr *bytes.Buffer) {
+	t.Helper()
+	_, _ = out.ReadString('\n') // "ready", or EOF once it failed
+	_ = worker.Process.Signal(syscall.SIGTERM)
+	if err := worker.Wait(); err != nil {
+		t.Errorf("worker: %v\n%s", err, stderr)
 	}
 }
 

@@ -98,7 +98,14 @@ func (x *execution) checkGone(st *workflows.Step, pos, starts int) (procResult, 
 		return x.tookResult(st, state), attachTaken, nil
 	}
 	if !state.onThisMachine() {
-		x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s's supervisor ran on another machine: what is left of its command there cannot be stopped from here", st.ID)})
+		// A supervisor there that lives on cut off from the store kills
+		// its command within a look at its lease once the lease lapsed
+		// (stepsup_lease.go): give it that long, holding the lease.
+		wait := stepLeaseWatchEvery(x.e.opts.Leases.Renew) + time.Second
+		x.j.add(Record{Type: RecordNote, PID: x.e.pid, Step: st.ID, Text: fmt.Sprintf("step %s's supervisor ran on another machine: what is left of its command there cannot be stopped from here; waiting %s, for it to stop its command if it lives on, before the call counts as gone", st.ID, wait)})
+		if !x.wait(wait) {
+			return procResult{}, attachGone, fmt.Errorf("interrupted while waiting for step %s's supervisor on another machine", st.ID)
+		}
 	} else if err := stopGroupOf(state.Command, groupStopWait); err != nil {
 		return procResult{}, attachGone, err
 	}

@@ -32,8 +32,14 @@ func (e *Engine) stepLeaseSpec() *stepLeaseSpec {
 	return &stepLeaseSpec{Store: e.opts.StoreRef, Length: e.opts.Leases.Length, Renew: e.opts.Leases.Renew}
 }
 
+// stepLeaseWatchEvery is how often a supervisor renewing every renew
+// looks at its lease and the run's cancel request.
+func stepLeaseWatchEvery(renew time.Duration) time.Duration { return min(renew, time.Second) }
+
 // errStepLeaseLost stops a supervisor whose lease another supervisor took
-// (this one was frozen past its lease): the step is that one's now.
+// (this one was frozen past its lease), or that could not renew it in
+// time: the step is, or may be, another's now. Its command is killed at
+// once (no grace) and it records no result: the call is ambiguous.
 var errStepLeaseLost = errors.New("the step's lease was lost to another supervisor")
 
 // stepLock is the hold a supervisor has on its step.
@@ -56,6 +62,7 @@ type leaseStepLock struct {
 	st        StepStore
 	h         *locks.Holding
 	runID     string
+	length    time.Duration           // the lease's
 	every     time.Duration           // how often the cancel request is read
 	interrupt context.CancelCauseFunc // stops the command
 
@@ -83,7 +90,7 @@ func lockStepLease(ctx context.Context, spec stepSpec, interrupt context.CancelC
 		if err == nil && !held {
 			var h *locks.Holding
 			if h, err = locker.duty(key).TryTake(ctx); err == nil {
-				l := &leaseStepLock{st: st, h: h, runID: spec.RunID, every: min(ls.Renew, time.Second), interrupt: interrupt,
+				l := &leaseStepLock{st: st, h: h, runID: spec.RunID, length: ls.Length, every: stepLeaseWatchEvery(ls.Renew), interrupt: interrupt,
 					stop: make(chan struct{}), done: make(chan struct{})}
 				go l.watch()
 				return l, nil
@@ -103,8 +110,11 @@ func lockStepLease(ctx context.Context, spec stepSpec, interrupt context.CancelC
 }
 
 // watch reads the run's cancel request every few hundred milliseconds (at
-// most a second), and stops the command when the request is there or the
-// lease was lost, until Unlock.
+// most a second), and stops the command when the request is there, when
+// the lease was lost, or when it lapsed (unrenewed for its length: the
+// store cannot be reached, or this process was stopped) and cannot be
+// renewed at once: a peer may have taken the step over and started it
+// again; until Unlock.
 func (l *leaseStepLock) watch() {
 	defer close(l.done)
 	t := time.NewTicker(l.every)
@@ -118,9 +128,36 @@ func (l *leaseStepLock) watch() {
 			return
 		case <-t.C:
 		}
+		if l.h.Lapsed() && !l.renewedWithin(l.every) {
+			l.interrupt(fmt.Errorf("%w: it was not renewed for %s", errStepLeaseLost, l.length))
+			return
+		}
 		if cs, err := l.st.RunClaims(context.Background(), []string{l.runID}); err == nil && len(cs) == 1 && cs[0].CancelRequested {
 			l.interrupt(errCancelRequested)
 		}
+	}
+}
+
+// renewedWithin renews a lapsed lease now and reports whether that
+// succeeded within d: then nobody took the lease meanwhile (a take moves
+// its epoch on, and a renewal of the old epoch fails), so no other
+// supervisor started the step, and the command may go on (this process
+// was only stopped for a while). A renewal that hangs (the store cannot
+// be reached, a renewal in flight holds the holding) is not waited for.
+func (l *leaseStepLock) renewedWithin(d time.Duration) bool {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		done <- l.h.Renew(ctx)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err == nil && !l.h.Lapsed()
+	case <-t.C:
+		return false
 	}
 }
 

@@ -144,6 +144,12 @@ func superviseMain(in io.Reader, status *os.File) int {
 	}
 	outFile.close()
 	j.close()
+	if cause := context.Cause(ctx); errors.Is(cause, errStepLeaseLost) {
+		// Another supervisor may run the step now: no result of ours
+		// may be taken for its.
+		fmt.Fprintf(status, "error: %v\n", cause)
+		return 2
+	}
 	st.Result = resultOfProcess(res, red)
 	if err := recordResult(status, lock, rec, st); err != nil {
 		fmt.Fprintf(status, "error: record the result: %v\n", err)

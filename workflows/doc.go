@@ -115,8 +115,8 @@
 // string that is exactly one `${{ expr }}` keeps the value's own type,
 // which is what `if` and `result` use. Expressions may appear in exec
 // arguments, shell, ask text, http url, headers and body, env values,
-// dir, if and result; every other field is read as written and refuses
-// `${{` at load. They see:
+// dir, if and result; every other field, the input schema included, is
+// read as written and refuses `${{` at load. They see:
 //
 //	input.<key>                  the validated input
 //	steps.<id>.status            "" until the step ran, then the engine's status

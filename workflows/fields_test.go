@@ -63,6 +63,7 @@ func TestPlainFieldsRefuseExpressions(t *testing.T) {
 		{"method", "steps:\n  - id: a\n    http:\n      url: https://example.com/\n      method: ${{ input.m }}\n", 5, "method"},
 		{"cron", "on:\n  - cron: \"${{ input.c }}\"\nsteps:\n  - id: a\n    exec: [true]\n", 2, "cron"},
 		{"files", "on:\n  - files: \"${{ input.g }}\"\nsteps:\n  - id: a\n    exec: [true]\n", 2, "files"},
+		{"input default", "input:\n  type: object\n  properties:\n    d: {type: string, default: \"${{ run.id }}\"}\nsteps:\n  - id: a\n    exec: [true]\n", 4, "input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(tc.src))

@@ -188,6 +188,10 @@ func (p *parser) jsonValue(n *yaml.Node, field string) (any, bool) {
 			}
 			return v, true
 		}
+		if strings.Contains(n.Value, "${{") {
+			p.failf(n.Line, field, "does not take ${{ }} expressions (the input schema is read as written when the file loads; a default is used as written); write the value itself")
+			return nil, false
+		}
 		return n.Value, true
 	}
 	p.failf(n.Line, field, "unsupported YAML node")

@@ -38,7 +38,7 @@ func (c *cliWS) child(env []string, args ...string) (int, string, string) {
 // TestAnswerFromMinimalEnvKeepsLaunchEnv: a run keeps the environment it
 // was launched with. Answered from `env -i PATH=/usr/bin:/bin mcp-host
 // answer` (whose worker then executes the rest), its later step still
-// sees the launch's PATH, LANG, TZ and the env.pass names, and not what
+// sees the launch's PATH, HOME, LANG, TZ and the env.pass names, and not what
 // env.pass does not list.
 func TestAnswerFromMinimalEnvKeepsLaunchEnv(t *testing.T) {
 	t.Parallel()
@@ -47,7 +47,7 @@ steps:
   - id: go
     ask: go on?
   - id: show
-    shell: 'echo "$PATH|${LANG-unset}|${TZ-unset}|${CAIRN_TEST_PASS-unset}|${CAIRN_TEST_OTHER-unset}"'
+    shell: 'echo "$PATH|${HOME-unset}|${LANG-unset}|${TZ-unset}|${CAIRN_TEST_PASS-unset}|${CAIRN_TEST_OTHER-unset}"'
 result: ${{ steps.show.stdout }}
 `})
 	if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte("env:\n  pass: [CAIRN_TEST_PASS]\n"), 0o600); err != nil {
@@ -72,7 +72,7 @@ result: ${{ steps.show.stdout }}
 	r := c.show(id)
 	var got string
 	_ = json.Unmarshal(r.Result, &got)
-	want := launchPATH + "|C.UTF-8|Europe/Paris|passed|unset"
+	want := launchPATH + "|" + c.root + "|C.UTF-8|Europe/Paris|passed|unset"
 	if r.Status != store.RunSucceeded || got != want {
 		t.Fatalf("run %s %s (%s): the step after the answer saw %q, want %q\njournal:\n%s", id, r.Status, r.Error, got, want, c.journal(id))
 	}

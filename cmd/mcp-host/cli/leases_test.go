@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/locks"
+	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -287,4 +289,175 @@ func TestLeasesDutiesMoveFromAStoppedHolderAndStatusListsPeers(t *testing.T) {
 	within(t, bound, "the woken worker notices it lost its leases", func() bool {
 		return strings.Contains(a.log(), "lost its lease")
 	})
+}
+
+// In leases mode a cancel reaches the step of a frozen owner too: the
+// owning worker is stopped (SIGSTOP, outside a write) while its step
+// runs; `mcp-host cancel` records the cancel in the store, where the
+// step's supervisor reads it and stops the command, the owner frozen
+// all along. Thawed, the owner (or its successor) settles the run
+// cancelled.
+func TestLeasesCancelReachesTheStepOfAFrozenOwner(t *testing.T) {
+	t.Parallel()
+	c, v := newLeaseWS(t, map[string]string{"long.yaml": longStepYAML})
+	a := c.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "the worker takes the worker duty", func() bool { return v.lease("worker").PID == a.pid() })
+	id := c.detach("long")
+	var step int
+	within(t, 30*time.Second, "the step starts", func() bool { step = processWithEnv("CAIRN_RUN_ID=" + id); return step != 0 })
+	t.Cleanup(func() { _ = syscall.Kill(step, syscall.SIGKILL) })
+	probe, err := sqlite.Open(context.Background(), c.ws.DBPath(), sqlite.Options{WriteWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	t.Cleanup(func() { _ = a.Cmd.Process.Signal(syscall.SIGCONT) })
+	for attempt := 0; ; attempt++ {
+		a.signal(t, syscall.SIGSTOP)
+		within(t, 5*time.Second, "the worker is stopped", func() bool { return locks.Stopped(a.pid()) })
+		if probe.RemovePeer(context.Background(), "peer_probe") == nil {
+			break
+		}
+		if attempt == 50 {
+			t.Fatal("the worker was always stopped inside a write")
+		}
+		a.signal(t, syscall.SIGCONT)
+	}
+	if code, out, errs := c.run("cancel", "--wait", "0", id); code != 0 {
+		t.Fatalf("cancel: exit %d %s %s", code, out, errs)
+	}
+	within(t, 30*time.Second, "the step's process ends after the cancel", func() bool { return !processAlive(step) })
+	if !locks.Stopped(a.pid()) {
+		t.Fatal("the owner ran meanwhile")
+	}
+	a.signal(t, syscall.SIGCONT)
+	c.waitFor("the run to settle", func() bool { return c.show(id).Status.Settled() })
+	if r := c.show(id); r.Status != store.RunCancelled || r.Steps[0].Status != runs.StepCancelled {
+		t.Fatalf("run %s: %s (step %s) %s\nworker log:\n%s", id, r.Status, r.Steps[0].Status, r.Error, a.log())
+	}
+}
+
+// In leases mode a step's supervisor that cannot renew its step lease
+// (here every write to the database waits: this test holds its write
+// lock) kills its command once the lease lapsed, before any peer could
+// take the step over and start it again, and records no result: when the
+// database is back, the interrupted step (not safe to repeat) asks.
+func TestLeasesSupervisorStopsItsCommandWhenItsLeaseLapses(t *testing.T) {
+	t.Parallel()
+	c, v := newLeaseWS(t, map[string]string{"long.yaml": longStepYAML})
+	a := c.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "the worker takes the worker duty", func() bool { return v.lease("worker").PID == a.pid() })
+	id := c.detach("long")
+	var step int
+	within(t, 30*time.Second, "the step starts", func() bool { step = processWithEnv("CAIRN_RUN_ID=" + id); return step != 0 })
+	t.Cleanup(func() { _ = syscall.Kill(step, syscall.SIGKILL) })
+	supervisor := v.lease("step:" + id).PID
+
+	db, err := sql.Open("sqlite", c.ws.DBPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 30000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := time.Now()
+	within(t, 30*time.Second, "the step's process ends while its supervisor cannot renew its lease", func() bool { return !processAlive(step) })
+	t.Logf("the step ended %s after the database's write lock was taken (lease 3s)", time.Since(locked).Round(10*time.Millisecond))
+	if !processAlive(a.pid()) {
+		t.Fatalf("the worker died:\n%s", a.log())
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the run to ask about the interrupted step", func() bool {
+		r := c.show(id)
+		return r.Status == store.RunWaiting && r.Question != nil
+	})
+	if r := c.show(id); r.Question.Kind != "ambiguous" || r.Question.Step != "long" {
+		t.Fatalf("run %s asks %+v", id, r.Question)
+	}
+	j := c.journal(id)
+	if !strings.Contains(j, fmt.Sprintf("step supervisor pid %d ended without a result", supervisor)) || !strings.Contains(j, "not renewed for 3s") {
+		t.Fatalf("the journal does not say the supervisor stopped for its lease:\n%s", j)
+	}
+	if code, out, errs := c.run("cancel", id); code != 0 {
+		t.Fatalf("cancel: exit %d %s %s", code, out, errs)
+	}
+}
+
+// A step's supervisor stopped (SIGSTOP) past its lease, whose lease
+// nobody took meanwhile, renews it when it runs again and lets its
+// command go on: the step runs once and the run succeeds.
+func TestLeasesStoppedSupervisorWhoseLeaseNobodyTookGoesOn(t *testing.T) {
+	t.Parallel()
+	c, v := newLeaseWS(t, map[string]string{"gated.yaml": gatedStepYAML})
+	t.Cleanup(func() { c.touch(t, "go") })
+	a := c.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "the worker takes the worker duty", func() bool { return v.lease("worker").PID == a.pid() })
+	id := c.detach("gated")
+	within(t, 30*time.Second, "the step starts", func() bool { return fileExists(c, "ready") })
+	sup := v.lease("step:" + id).PID
+	if sup == 0 || sup == a.pid() || !processAlive(sup) {
+		t.Fatalf("step lease: %+v", v.lease("step:"+id))
+	}
+	if err := syscall.Kill(sup, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(sup, syscall.SIGCONT) })
+	within(t, 30*time.Second, "the stopped supervisor's lease lapses", func() bool { return !v.held("step:" + id) })
+	if err := syscall.Kill(sup, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 30*time.Second, "the supervisor renews its lease", func() bool { return v.lease("step:"+id).PID == sup && v.held("step:"+id) })
+	c.touch(t, "go")
+	c.waitFor("the run to settle", func() bool { return c.show(id).Status.Settled() })
+	if r := c.show(id); r.Status != store.RunSucceeded {
+		t.Fatalf("run %s: %s %s\n%s", id, r.Status, r.Error, c.journal(id))
+	}
+	log := strings.Fields(c.file("steps.log"))
+	if len(log) != 4 || log[0] != "start" || log[2] != "end" || log[1] != log[3] {
+		t.Fatalf("the step's log is not one start and its end:\n%s", c.file("steps.log"))
+	}
+}
+
+// In leases mode too, a run whose owner was SIGKILLed with no peer alive
+// says so in runs show and status once the owner's lease expired, while
+// its step goes on under its supervisor.
+func TestLeasesRunsShowOwnerGone(t *testing.T) {
+	t.Parallel()
+	c, v := newLeaseWS(t, map[string]string{"long.yaml": longStepYAML})
+	a := c.startPeer("worker", "--idle", "0")
+	within(t, 30*time.Second, "the worker takes the worker duty", func() bool { return v.lease("worker").PID == a.pid() })
+	id := c.detach("long")
+	var step int
+	within(t, 30*time.Second, "the step starts", func() bool { step = processWithEnv("CAIRN_RUN_ID=" + id); return step != 0 })
+	t.Cleanup(func() { _ = syscall.Kill(step, syscall.SIGKILL) })
+	if r := c.show(id); r.Stalled != "" {
+		t.Fatalf("a run whose owner lives is shown stalled: %q", r.Stalled)
+	}
+	a.signal(t, syscall.SIGKILL)
+	_ = a.Cmd.Wait()
+	want := fmt.Sprintf("owner pid %d gone since ", a.pid())
+	c.waitFor("the owner's lease to expire", func() bool { return strings.Contains(c.show(id).Stalled, want) })
+	if r := c.show(id); r.Status != store.RunRunning || !strings.Contains(r.Stalled, "waiting for a peer") || !strings.Contains(r.Stalled, "no mcp-host worker is alive") {
+		t.Fatalf("runs show --json: %s, stalled %q", r.Status, r.Stalled)
+	}
+	if !processAlive(step) {
+		t.Fatal("the step did not outlive its owner")
+	}
+	for _, args := range [][]string{{"runs", "show", id}, {"status"}} {
+		if code, out, errs := c.run(args...); code != 0 || !strings.Contains(out, want) {
+			t.Errorf("%v: exit %d; does not say the owner is gone:\n%s%s", args, code, out, errs)
+		}
+	}
 }

@@ -177,8 +177,8 @@ func TestDetachedRunWorkerAndCancel(t *testing.T) {
 	c := newCLIWS(t, cliFiles(t))
 	code, out, errs := c.run("run", "ok", "--detach")
 	id := strings.TrimSpace(out)
-	if code != 0 || !strings.HasPrefix(id, "run_") || !strings.Contains(errs, "mcp-host watch "+id) {
-		t.Fatalf("run --detach: exit %d %q %q", code, out, errs)
+	if code != 0 || !strings.HasPrefix(id, "run_") || !strings.Contains(errs, "mcp-host watch "+id) || !strings.Contains(errs, "started a background worker") {
+		t.Fatalf("run --detach: exit %d %q %q; want the watch command and that it started a worker", code, out, errs)
 	}
 	code, out, _ = c.run("watch", id)
 	if code != 0 || !strings.Contains(out, "[greet] hi") {
