@@ -357,6 +357,11 @@ func TestSharedSchedulerKilledEverySlotFiresOnce(t *testing.T) {
 			_ = h.Cmd.Wait()
 		}
 	}
+	// A serve hands its work to a worker it starts; that worker would go
+	// on firing while the runs and the counters are read.
+	for _, m := range ms {
+		killStrays(t, m.state)
+	}
 
 	runsOf := map[string]map[time.Time]int{}
 	for nominal, rs := range firedRuns(t, st) {
