@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { elicitedRun, stopWorkers, until } from '../lib/helpers.mjs';
+import { elicitedRun, sharedStore, stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -80,7 +80,7 @@ before(() => {
   for (const [name, body] of Object.entries(FILES)) {
     writeFileSync(join(workspace, '.cairn', 'workflows', name), body);
   }
-  writeFileSync(join(workspace, '.cairn', 'config.yaml'), CONFIG);
+  writeFileSync(join(workspace, '.cairn', 'config.yaml'), CONFIG + sharedStore('ws'));
   bin = process.env.MCP_HOST_BIN;
   if (!bin) {
     bin = join(tmp, 'mcp-host');
@@ -203,7 +203,7 @@ test('under workflows.unquoted_shell_input: error, serve refuses the workflow: a
   mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
   writeFileSync(join(ws, '.cairn', 'workflows', 'greet.yaml'), FILES['greet.yaml']);
   copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
-  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'workflows:\n  unquoted_shell_input: error\n');
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'workflows:\n  unquoted_shell_input: error\n' + sharedStore('strict'));
   const a = await connect('agent-a', undefined, ws);
   const { targets, problems } = await a.call('list_targets');
   assert.deepEqual(targets.map((t) => t.name), ['hello']);
@@ -259,7 +259,7 @@ test("under agents.automations: approve an agent's automation waits; the person 
   const ws = join(tmp, 'ws-approve');
   mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
   copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
-  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n');
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n' + sharedStore('approve'));
 
   const a = await connect('agent-a', undefined, ws);
   const { automation } = await a.call('create_automation', { key: 'a-hourly', target: 'hello', every: '1h' });
