@@ -136,9 +136,9 @@ func TestSessionFlood(t *testing.T) {
 	t.Logf("after 200 initialize requests (table of 100) a new client connected and listed tools in %v", time.Since(start))
 }
 
-// TestBodyLimits checks that a body stalled past the read deadline is
-// cut off, and that bodies beyond the shared budget are refused while a
-// small call still goes through.
+// TestBodyLimits checks that bodies beyond the shared budget are refused
+// while a small call still goes through (the read deadline:
+// TestStalledBodyIsCutOff).
 func TestBodyLimits(t *testing.T) {
 	t.Parallel()
 	var b bodyBudget
