@@ -187,6 +187,33 @@ test('answer_run refuses a question for a person; the elicitation answer is the 
   assert.match(launch?.connection ?? '', /^conn_/);
 });
 
+test('a declined prompt leaves the person\'s question open; mcp-host answer is the human\'s', async () => {
+  const asked = [];
+  const e = await connect('decliner', async (req) => {
+    asked.push(req.params);
+    return { action: 'decline' };
+  });
+  const run = await e.call('launch_run', { target: 'approve' });
+  await until('the question to be put to the person', () => asked.length > 0);
+  const waiting = await e.call('get_run', { run_id: run.id });
+  assert.equal(waiting.status, 'waiting');
+  assert.equal(waiting.question.for, 'human');
+  const answered = cli('answer', run.id, 'yes');
+  assert.equal(answered.code, 0, answered.err);
+  const done = await until('the CLI answer to finish the run', async () => {
+    const r = await e.call('get_run', { run_id: run.id });
+    return r.status === 'succeeded' && r;
+  });
+  assert.equal(done.result, 'yes');
+  const out = await e.call('read_run_output', { run_id: run.id, limit: 100 });
+  const answers = out.records.filter((r) => r.type === 'answer');
+  assert.equal(answers.length, 1, JSON.stringify(out.records));
+  assert.equal(answers[0].by, 'human');
+  assert.equal(asked.length, 1, 'a declined question is not asked again');
+  const entries = JSON.parse(cli('--json', 'audit').out).entries;
+  assert.ok(!entries.some((x) => x.tool === 'elicitation/create' && x.subject === run.id), 'a declined prompt answers nothing');
+});
+
 test('serve and list_targets warn of a shell step with unquoted input, with file and line', async () => {
   const a = await connect('agent-a');
   const { warnings } = await a.call('list_targets');
