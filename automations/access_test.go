@@ -103,6 +103,18 @@ func TestAgentsTouchOnlyTheirOwnAutomations(t *testing.T) {
 		t.Errorf("owner pausing its own: %v", err)
 	}
 	e.svc.Policy = &access.Policy{Launch: []string{"other"}, MinInterval: time.Hour, MaxAutomations: 1}
+	// agents.launch changed after b made its automation: b's trigger is a
+	// launch of a target agents may no longer launch; a person's is not.
+	on := true
+	if _, err := e.svc.Update(e.ctx, UpdateParams{Ref: mine.Automation.ID, By: access.Human, Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Trigger(e.ctx, TriggerParams{Ref: mine.Automation.ID, By: b}); refusal(err) != access.KeyLaunch {
+		t.Errorf("trigger by its owner of a target outside agents.launch: %v", err)
+	}
+	if _, err := e.svc.Trigger(e.ctx, TriggerParams{Ref: mine.Automation.ID, By: access.Human}); err != nil {
+		t.Errorf("a person's trigger of it: %v", err)
+	}
 	if _, err := e.svc.Create(e.ctx, CreateParams{By: a, Spec: Spec{Key: "a1", Target: "hello", Every: "2h"}}); refusal(err) != access.KeyLaunch {
 		t.Errorf("create on a target outside agents.launch: %v", err)
 	}
