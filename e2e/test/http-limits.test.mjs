@@ -164,7 +164,7 @@ test('150 stalled request bodies: the server stays under 100 MB of RSS and anoth
     assert.deepEqual(errors.map(String), []);
     const held = sockets.filter((x) => !x.destroyed).length;
     const now = rss(s.child.pid);
-    t.diagnostic(`server RSS ${mib(before)} MiB before, ${mib(now)} MiB with 150 stalled bodies (${held} connections still open)`);
+    t.diagnostic(`server RSS ${mib(before)} MiB before, ${mib(now)} MiB with 150 stalled bodies (${held} of their sockets not yet seen closed by this client)`);
     assert.ok(now < 100e6, `server RSS ${now} bytes with 150 stalled bodies, want under 100 MB`);
   } finally {
     for (const x of sockets) x.destroy();
