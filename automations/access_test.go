@@ -103,6 +103,18 @@ func TestAgentsTouchOnlyTheirOwnAutomations(t *testing.T) {
 		t.Errorf("owner pausing its own: %v", err)
 	}
 	e.svc.Policy = &access.Policy{Launch: []string{"other"}, MinInterval: time.Hour, MaxAutomations: 1}
+	// agents.launch changed after b made its automation: b's trigger is a
+	// launch of a target agents may no longer launch; a person's is not.
+	on := true
+	if _, err := e.svc.Update(e.ctx, UpdateParams{Ref: mine.Automation.ID, By: access.Human, Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Trigger(e.ctx, TriggerParams{Ref: mine.Automation.ID, By: b}); refusal(err) != access.KeyLaunch {
+		t.Errorf("trigger by its owner of a target outside agents.launch: %v", err)
+	}
+	if _, err := e.svc.Trigger(e.ctx, TriggerParams{Ref: mine.Automation.ID, By: access.Human}); err != nil {
+		t.Errorf("a person's trigger of it: %v", err)
+	}
 	if _, err := e.svc.Create(e.ctx, CreateParams{By: a, Spec: Spec{Key: "a1", Target: "hello", Every: "2h"}}); refusal(err) != access.KeyLaunch {
 		t.Errorf("create on a target outside agents.launch: %v", err)
 	}
@@ -111,5 +123,36 @@ func TestAgentsTouchOnlyTheirOwnAutomations(t *testing.T) {
 	}
 	if _, err := e.svc.Create(e.ctx, CreateParams{By: b, Spec: Spec{Key: "b2", Target: "other", Every: "2h"}}); refusal(err) != access.KeyMaxAutomations {
 		t.Errorf("second automation under max_automations 1: %v", err)
+	}
+}
+
+// TestAgentsAutomationFiresOnlyTargetsThePolicyAllows: agents.launch
+// narrowed after an agent made its automation: its fires fail naming the
+// key (no run), and it is paused after PauseAfter of them; a person's
+// automation of the same target fires as before.
+func TestAgentsAutomationFiresOnlyTargetsThePolicyAllows(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	res, err := e.svc.Create(e.ctx, CreateParams{By: access.Agent("a"), Spec: Spec{Key: "a-hourly", Target: "hello", Cron: "0 * * * *", TZ: "UTC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := res.Automation
+	human := e.create(Spec{Key: "h-hourly", Cron: "0 * * * *", TZ: "UTC"})
+	e.sched = New(Config{Store: e.store, LocksDir: e.svc.LocksDir, Targets: e.targets, Workspace: e.dir, Clock: e.clock, Runs: e.runs,
+		Policy: &access.Policy{Launch: []string{"other"}}, PauseAfter: 2})
+	e.advanceTo(t0.Add(time.Hour))
+	if st := e.get(agents.ID).State; !strings.Contains(st.LastError, access.KeyLaunch) || len(e.fires(agents.ID)) != 0 {
+		t.Fatalf("agent's automation after a due time: last error %q, %d fires; want a failure naming %s and no fire", st.LastError, len(e.fires(agents.ID)), access.KeyLaunch)
+	}
+	if fs := e.fires(human.ID); len(fs) != 1 || fs[0].Outcome != store.FireQueued {
+		t.Fatalf("the person's automation: fires %v; want one queued", nominals(fs))
+	}
+	if e.runCount() != 1 {
+		t.Fatalf("%d runs; want the person's only", e.runCount())
+	}
+	e.advanceTo(t0.Add(2 * time.Hour))
+	if a := e.get(agents.ID); a.Enabled || !strings.Contains(a.Note, access.KeyLaunch) {
+		t.Fatalf("after two refused fires: enabled %t, note %q; want it paused, naming %s", a.Enabled, a.Note, access.KeyLaunch)
 	}
 }

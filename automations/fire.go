@@ -30,6 +30,9 @@ func (s *Scheduler) prepare(ctx context.Context, a *store.Automation, nominal ti
 	if err := s.checkDisk(); err != nil {
 		return nil, err
 	}
+	if err := s.checkPolicy(a); err != nil {
+		return nil, err
+	}
 	run, err := s.cfg.Targets.Prepare(ctx, a.Target, a.Input)
 	if err != nil {
 		return nil, err
@@ -60,17 +63,35 @@ func (s *Scheduler) prepareAll(ctx context.Context, as []*store.Automation, nomi
 		}
 		return runs, errs
 	}
-	reqs := make([]PrepareRequest, len(as))
+	// Those the policy refuses fail here; the others are prepared in one
+	// batch (at[j] is the index in as of reqs[j]).
+	runs, errs = make([]*store.Run, len(as)), make([]error, len(as))
+	reqs, at := make([]PrepareRequest, 0, len(as)), make([]int, 0, len(as))
 	for i, a := range as {
-		reqs[i] = PrepareRequest{Target: a.Target, Input: a.Input}
+		if errs[i] = s.checkPolicy(a); errs[i] == nil {
+			reqs, at = append(reqs, PrepareRequest{Target: a.Target, Input: a.Input}), append(at, i)
+		}
 	}
-	runs, errs = b.PrepareAll(ctx, reqs)
-	for i, r := range runs {
-		if r != nil {
-			r.Trigger = fireTrigger(as[i], nominal)
+	if len(reqs) == 0 {
+		return runs, errs
+	}
+	got, gerrs := b.PrepareAll(ctx, reqs)
+	for j, i := range at {
+		runs[i], errs[i] = got[j], gerrs[j]
+		if runs[i] != nil {
+			runs[i].Trigger = fireTrigger(as[i], nominal)
 		}
 	}
 	return runs, errs
+}
+
+// checkPolicy refuses the fire of an agent's automation whose target
+// agents.launch does not allow (any longer): its owner launches it.
+func (s *Scheduler) checkPolicy(a *store.Automation) error {
+	if err := s.cfg.Policy.CanLaunch(access.Of(a.Owner), a.Target); err != nil {
+		return fmt.Errorf("fire automation %s of %s: %w", a.Key, a.Owner, err)
+	}
+	return nil
 }
 
 // fireTrigger is the trigger of a's run for the slot nominal: its

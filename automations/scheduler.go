@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn/internal/diskfree"
 
+	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/automations/schedule"
 	"github.com/cairnhq/cairn/internal/clock"
 	"github.com/cairnhq/cairn/locks"
@@ -42,6 +43,11 @@ type Config struct {
 	// DiskGuard refuses new fires while the state disk is nearly full;
 	// nil: a guard on the disk holding LocksDir.
 	DiskGuard *diskfree.Guard
+	// Policy is the agents: settings: an automation an agent owns fires
+	// only a target agents.launch allows now (one made before the setting
+	// changed fails its fires, naming the key, and is paused by
+	// PauseAfter like any failing automation). nil: any target.
+	Policy *access.Policy
 
 	// LockRetry is how often a follower tries locks/scheduler (default
 	// 500ms) where it cannot wait on the leader (locks.Duty.WaitFree: its

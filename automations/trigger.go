@@ -46,6 +46,11 @@ func (s *Service) Trigger(ctx context.Context, p TriggerParams) (*FireReport, er
 	if err := s.Policy.CanEdit(p.By, a.Owner); err != nil {
 		return nil, fmt.Errorf("trigger automation %s: %w", a.Key, err)
 	}
+	// An agent's trigger is a launch by it: agents.launch applies now, as
+	// it did when the automation was made (it may have changed since).
+	if err := s.Policy.CanLaunch(p.By, a.Target); err != nil {
+		return nil, fmt.Errorf("trigger automation %s: %w", a.Key, err)
+	}
 	rep, err := s.fireNow(ctx, a, p.Input)
 	var pe *PausedError
 	if err != nil && !errors.As(err, &pe) {

@@ -193,18 +193,19 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	// Fires share the engine's workflow cache and preparation.
 	h.Targets = &automations.WorkflowTargets{Dir: ws.WorkflowsDir(), Source: h.Runs.Targets(), EnvPass: settings.Env.Pass}
-	schedCfg := automations.Config{
-		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
-		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
-		PauseAfter: settings.Automations.pauseAfter(), LeaseOnly: h.Leases(), Lease: h.dutyLease(),
-	}
-	h.notifier.schedulerOptions(&schedCfg)
-	h.Scheduler = automations.New(schedCfg)
-	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk, LeaseOnly: h.Leases(), Lease: h.dutyLease()})
 	if h.Policy, err = settings.Agents.Policy(); err != nil {
 		h.Close()
 		return nil, err
 	}
+	schedCfg := automations.Config{
+		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Workspace: ws.Root,
+		WorkflowsDir: ws.WorkflowsDir(), Clock: clk, Log: h.log, DiskGuard: guard,
+		PauseAfter: settings.Automations.pauseAfter(), LeaseOnly: h.Leases(), Lease: h.dutyLease(),
+		Policy: h.Policy,
+	}
+	h.notifier.schedulerOptions(&schedCfg)
+	h.Scheduler = automations.New(schedCfg)
+	h.Worker = locks.NewDuty(locks.DutyConfig{Dir: locksDir, Name: "worker", Leases: h.Store, Clock: clk, LeaseOnly: h.Leases(), Lease: h.dutyLease()})
 	h.Audit = &audit.Log{Store: h.Store, Clock: clk, Log: h.log}
 	h.Automations = &automations.Service{
 		Store: h.Store, LocksDir: locksDir, Targets: h.Targets, Clock: clk, Notify: h.Scheduler.Notify,

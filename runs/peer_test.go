@@ -97,6 +97,15 @@ steps:
 				if r.Status != store.RunWaiting || r.Question == nil || r.Question.Kind != "ambiguous" || !strings.HasSuffix(r.Question.Text, "may or may not have run: retry, skip or fail?") {
 					t.Fatalf("expected the ambiguity question, got %s %+v", r.Status, r.Question)
 				}
+				// The question is a person's: an agent's answer is refused
+				// and the run still waits.
+				var hq *HumanQuestionError
+				if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: id, QuestionID: r.Question.ID, Answer: c.answer, By: "agent:editor"}); !errors.As(err, &hq) {
+					t.Fatalf("an agent's answer to the ambiguity question: %v; want a *HumanQuestionError", err)
+				}
+				if w, err := te.e.Get(te.ctx, id); err != nil || w.Status != store.RunWaiting || w.Question == nil || w.Question.ID != r.Question.ID {
+					t.Fatalf("after the agent's refused answer: %+v, %v; want the run still waiting on its question", w, err)
+				}
 				if _, err := te.e.Answer(te.ctx, AnswerParams{RunID: id, QuestionID: r.Question.ID, Answer: c.answer}); err != nil {
 					t.Fatal(err)
 				}
@@ -110,10 +119,20 @@ steps:
 				t.Fatalf("lines %q, want %q", b, c.lines)
 			}
 			var resumed bool
+			answers := 0
 			for _, rec := range te.records(peer, id) {
 				if rec.Type == RecordNote && rec.Text == fmt.Sprintf("resumed by pid %d; previous owner pid 999999999 is gone", os.Getpid()) {
 					resumed = true
 				}
+				if rec.Type == RecordAnswer {
+					answers++
+					if rec.By != "human" || rec.Text != c.answer {
+						t.Errorf("answer record %+v; want the person's %q", rec, c.answer)
+					}
+				}
+			}
+			if want := map[bool]int{true: 1, false: 0}[c.answer != ""]; answers != want {
+				t.Errorf("%d answer records, want %d (the refused one is not recorded)", answers, want)
 			}
 			if !resumed {
 				t.Fatal("the journal does not say who resumed the run")

@@ -52,3 +52,13 @@ export async function elicitedRun(e, run, asked) {
   assert.equal(answer.by, 'human');
   return answer;
 }
+
+// sharedStore is the configuration lines that put a test workspace's
+// state in PostgreSQL when CAIRN_E2E_POSTGRES holds a database URL (a
+// database of the caller's: each workspace gets a schema of its own,
+// named by name and this process), else nothing: SQLite.
+export function sharedStore(name) {
+  const url = process.env.CAIRN_E2E_POSTGRES;
+  if (!url) return '';
+  return `workspace_id: e2e-${process.pid}-${name}\nstore:\n  url: ${JSON.stringify(url)}\n`;
+}

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { elicitedRun, stopWorkers, until } from '../lib/helpers.mjs';
+import { elicitedRun, sharedStore, stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -93,6 +93,7 @@ before(async () => {
   mkdirSync(state, { recursive: true, mode: 0o700 });
   copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(workspace, '.cairn', 'workflows', 'hello.yaml'));
   writeFileSync(join(workspace, '.cairn', 'workflows', 'approve.yaml'), APPROVE);
+  if (sharedStore('ws')) writeFileSync(join(workspace, '.cairn', 'config.yaml'), sharedStore('ws'));
   bin = process.env.MCP_HOST_BIN;
   if (!bin) {
     bin = join(tmp, 'mcp-host');
@@ -203,7 +204,7 @@ test("over HTTP, under agents.automations: approve, the person approves a token'
   const ws = join(tmp, 'ws-approve');
   mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
   copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
-  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n');
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n' + sharedStore('approve'));
   const other = await serve(undefined, ws); // the same state root: the same tokens
   try {
     const asked = [];

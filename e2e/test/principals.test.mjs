@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { elicitedRun, stopWorkers, until } from '../lib/helpers.mjs';
+import { elicitedRun, sharedStore, stopWorkers, until } from '../lib/helpers.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -52,7 +52,8 @@ function cliIn(cwd, ...args) {
 // the client offers elicitation and answers with it.
 async function connect(name, onElicit, cwd = workspace) {
   const transport = new StdioClientTransport({ command: bin, args: ['serve'], cwd, env: env(), stderr: 'pipe' });
-  transport.stderr?.on('data', () => {});
+  let stderr = '';
+  transport.stderr?.on('data', (d) => { stderr += d.toString(); });
   const client = new Client({ name, version: '1.0.0' }, onElicit ? { capabilities: { elicitation: {} } } : undefined);
   if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
   await client.connect(transport);
@@ -67,7 +68,7 @@ async function connect(name, onElicit, cwd = workspace) {
     assert.equal(res.isError, true, `${name} ${tool} should be refused, got ${JSON.stringify(res.structuredContent)}`);
     return res.content[0].text;
   };
-  return { client, call, refused };
+  return { client, call, refused, stderr: () => stderr };
 }
 
 before(() => {
@@ -79,7 +80,7 @@ before(() => {
   for (const [name, body] of Object.entries(FILES)) {
     writeFileSync(join(workspace, '.cairn', 'workflows', name), body);
   }
-  writeFileSync(join(workspace, '.cairn', 'config.yaml'), CONFIG);
+  writeFileSync(join(workspace, '.cairn', 'config.yaml'), CONFIG + sharedStore('ws'));
   bin = process.env.MCP_HOST_BIN;
   if (!bin) {
     bin = join(tmp, 'mcp-host');
@@ -186,17 +187,106 @@ test('answer_run refuses a question for a person; the elicitation answer is the 
   assert.match(launch?.connection ?? '', /^conn_/);
 });
 
-test('list_targets warns of a shell step with unquoted input, with file and line', async () => {
+test('a declined prompt leaves the person\'s question open; mcp-host answer is the human\'s', async () => {
+  const asked = [];
+  const e = await connect('decliner', async (req) => {
+    asked.push(req.params);
+    return { action: 'decline' };
+  });
+  const run = await e.call('launch_run', { target: 'approve' });
+  await until('the question to be put to the person', () => asked.length > 0);
+  const waiting = await e.call('get_run', { run_id: run.id });
+  assert.equal(waiting.status, 'waiting');
+  assert.equal(waiting.question.for, 'human');
+  const answered = cli('answer', run.id, 'yes');
+  assert.equal(answered.code, 0, answered.err);
+  const done = await until('the CLI answer to finish the run', async () => {
+    const r = await e.call('get_run', { run_id: run.id });
+    return r.status === 'succeeded' && r;
+  });
+  assert.equal(done.result, 'yes');
+  const out = await e.call('read_run_output', { run_id: run.id, limit: 100 });
+  const answers = out.records.filter((r) => r.type === 'answer');
+  assert.equal(answers.length, 1, JSON.stringify(out.records));
+  assert.equal(answers[0].by, 'human');
+  assert.equal(asked.length, 1, 'a declined question is not asked again');
+  const entries = JSON.parse(cli('--json', 'audit').out).entries;
+  assert.ok(!entries.some((x) => x.tool === 'elicitation/create' && x.subject === run.id), 'a declined prompt answers nothing');
+});
+
+test('serve and list_targets warn of a shell step with unquoted input, with file and line', async () => {
   const a = await connect('agent-a');
   const { warnings } = await a.call('list_targets');
-  assert.ok(warnings?.some((w) => /greet\.yaml:8: step "hi": shell: \$\{\{ input\.who \}\}.*shellQuote/.test(w)), JSON.stringify(warnings));
+  const unquoted = /greet\.yaml:8: step "hi": shell: \$\{\{ input\.who \}\}.*shellQuote/;
+  assert.ok(warnings?.some((w) => unquoted.test(w)), JSON.stringify(warnings));
+  // serve says it on stderr when it starts (written before it reads
+  // initialize; the pipe is read on its own, so wait for it).
+  const warned = /WARN.*greet\.yaml:8: step \\?"hi\\?": shell: \$\{\{ input\.who \}\}.*shellQuote/;
+  await until('serve to warn on stderr', () => warned.test(a.stderr()), { tries: 100 });
+});
+
+test('under workflows.unquoted_shell_input: error, serve refuses the workflow: a problem with file and line, launch_run fails', async () => {
+  const ws = join(tmp, 'ws-strict');
+  mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
+  writeFileSync(join(ws, '.cairn', 'workflows', 'greet.yaml'), FILES['greet.yaml']);
+  copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'workflows:\n  unquoted_shell_input: error\n' + sharedStore('strict'));
+  const a = await connect('agent-a', undefined, ws);
+  const { targets, problems } = await a.call('list_targets');
+  assert.deepEqual(targets.map((t) => t.name), ['hello']);
+  assert.ok(JSON.stringify(problems).includes('greet.yaml:8'), JSON.stringify(problems));
+  assert.match(await a.refused('launch_run', { target: 'greet', input: { who: '$(id)' } }), /greet\.yaml:8.*shellQuote/);
+  const run = cliIn(ws, 'run', 'greet');
+  assert.notEqual(run.code, 0);
+  assert.match(run.err, /greet\.yaml:8/);
+  await stopWorkers(bin, ws, env());
+});
+
+test('every agent action is audited: launch, answer, cancel, automation create/update/trigger/delete, session writes', async () => {
+  const c = await connect('agent-c');
+  const ran = await c.call('launch_run', { target: 'confirm', wait_seconds: 30 });
+  assert.equal(ran.status, 'waiting');
+  await c.call('answer_run', { run_id: ran.id, answer: 'yes' });
+  const other = await c.call('launch_run', { target: 'confirm', wait_seconds: 30 });
+  await c.call('cancel_run', { run_id: other.id });
+  const { automation } = await c.call('create_automation', { key: 'c-nightly', target: 'hello', cron: '0 5 * * *' });
+  await c.call('update_automation', { id: automation.id, note: 'noted by c' });
+  await c.call('trigger_automation', { id: automation.id });
+  await c.call('delete_automation', { id: automation.id });
+  await c.call('create_session', { session_id: 'c-chat', title: 'C' });
+  await c.call('append_session_messages', { session_id: 'c-chat', messages: [1, 2, 3].map((i) => ({ role: 'user', content: `turn ${i}` })) });
+  await c.call('compact_session', { session_id: 'c-chat', summary: 'Three turns.', keep_last: 1 });
+  await c.call('delete_session', { session_id: 'c-chat' });
+  await c.call('list_runs'); // reads are not audited
+  await c.call('get_session', { session_id: 'c-chat' }).catch(() => {});
+
+  const audit = cli('--json', 'audit', '--since', '1h');
+  assert.equal(audit.code, 0, audit.err);
+  const mine = JSON.parse(audit.out).entries.filter((x) => x.principal === 'agent:agent-c');
+  const want = [
+    ['launch_run', ran.id], ['answer_run', ran.id], ['launch_run', other.id], ['cancel_run', other.id],
+    ['create_automation', automation.id], ['update_automation', automation.id], ['trigger_automation', automation.id], ['delete_automation', automation.id],
+    ['create_session', 'c-chat'], ['append_session_messages', 'c-chat'], ['compact_session', 'c-chat'], ['delete_session', 'c-chat'],
+  ];
+  assert.deepEqual(mine.map((x) => [x.tool, x.subject]), want, audit.out);
+  for (const x of mine) {
+    assert.equal(x.outcome, 'ok', JSON.stringify(x));
+    assert.match(x.connection, /^conn_/);
+    assert.match(x.args_digest, /^sha256:[0-9a-f]{64}$/);
+    assert.ok(!Number.isNaN(Date.parse(x.at)), JSON.stringify(x));
+  }
+  assert.equal(new Set(mine.map((x) => x.connection)).size, 1, 'one connection');
+  assert.ok(!audit.out.includes('turn 1'), 'the audit keeps a digest, not the arguments');
+  const text = cli('audit');
+  assert.equal(text.code, 0, text.err);
+  assert.match(text.out, /agent:agent-c.*cancel_run/);
 });
 
 test("under agents.automations: approve an agent's automation waits; the person approves it, through the CLI or elicitation", async () => {
   const ws = join(tmp, 'ws-approve');
   mkdirSync(join(ws, '.cairn', 'workflows'), { recursive: true });
   copyFileSync(join(WORKFLOWS_DIR, 'hello.yaml'), join(ws, '.cairn', 'workflows', 'hello.yaml'));
-  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n');
+  writeFileSync(join(ws, '.cairn', 'config.yaml'), 'agents:\n  automations: approve\n' + sharedStore('approve'));
 
   const a = await connect('agent-a', undefined, ws);
   const { automation } = await a.call('create_automation', { key: 'a-hourly', target: 'hello', every: '1h' });

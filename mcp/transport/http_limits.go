@@ -30,7 +30,12 @@ const (
 var errBodyBudget = errors.New("server busy: too many large request bodies in flight")
 
 // bodyBudget is the byte budget of request bodies in flight.
-type bodyBudget struct{ used atomic.Int64 }
+type bodyBudget struct {
+	used atomic.Int64
+	// timeout bounds the reading of one body (0: bodyReadTimeout; tests
+	// shorten it).
+	timeout time.Duration
+}
 
 func (b *bodyBudget) take(n int64) bool {
 	if b.used.Add(n) > bodyBudgetBytes {
@@ -52,7 +57,11 @@ const bodyChunk = 64 << 10
 // when done with the body.
 func (b *bodyBudget) readBody(w http.ResponseWriter, r *http.Request) (body []byte, charged int64, err error) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	timeout := bodyReadTimeout
+	if b.timeout > 0 {
+		timeout = b.timeout
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	src := http.MaxBytesReader(w, r.Body, MaxMessageBytes)
 	var chunks [][]byte

@@ -1,11 +1,13 @@
 package transport
 
 import (
+	"bufio"
 	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -134,9 +136,9 @@ func TestSessionFlood(t *testing.T) {
 	t.Logf("after 200 initialize requests (table of 100) a new client connected and listed tools in %v", time.Since(start))
 }
 
-// TestBodyLimits checks that a body stalled past the read deadline is
-// cut off, and that bodies beyond the shared budget are refused while a
-// small call still goes through.
+// TestBodyLimits checks that bodies beyond the shared budget are refused
+// while a small call still goes through (the read deadline:
+// TestStalledBodyIsCutOff).
 func TestBodyLimits(t *testing.T) {
 	t.Parallel()
 	var b bodyBudget
@@ -164,4 +166,94 @@ func TestBodyLimits(t *testing.T) {
 	if json.Unmarshal([]byte(body), &m) != nil || m.Error.Code == 0 {
 		t.Errorf("503 body %s is not a JSON-RPC error", body)
 	}
+}
+
+// TestStalledBodyIsCutOff: a client that sends part of a large body and
+// stalls gets 408 once the read deadline passes, its connection is closed
+// and what its body held of the shared budget is given back.
+func TestStalledBodyIsCutOff(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(Config{MCP: newTestServer()}, HTTPOptions{Token: "tok"}).(*httpTransport)
+	h.bodies.timeout = 300 * time.Millisecond
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	c, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	part := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 512<<10)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nAuthorization: Bearer tok\r\nContent-Length: 4000000\r\n\r\n%s", HTTPPath, ts.Listener.Addr(), part)
+	// The answer comes when the deadline passes; the test's own deadline
+	// only turns a hang into a failure.
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to the stalled body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "did not arrive") {
+		t.Fatalf("stalled body: %d %s, want 408", resp.StatusCode, b)
+	}
+	if !resp.Close {
+		t.Errorf("the stalled body's connection is kept open (Connection: %q)", resp.Header.Get("Connection"))
+	}
+	if used := h.bodies.used.Load(); used != 0 {
+		t.Errorf("%d bytes of the body budget still held after the stalled body was cut off", used)
+	}
+	hc := newClient(t)
+	if resp, body := post(t, hc, ts.URL+HTTPPath, "tok", "", initBody); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a client after the stalled one: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestConnectionCap: the listener holds at most n connections; the next
+// is accepted only once one of them closes.
+func TestConnectionCap(t *testing.T) {
+	t.Parallel()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(inner, 2).(*limitListener)
+	t.Cleanup(func() { l.Close() })
+	for range 3 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	var held []net.Conn
+	for range 2 {
+		c, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	third := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			third <- c
+		}
+	}()
+	if n := len(l.slots); n != 2 {
+		t.Fatalf("%d slots taken by two connections, want 2", n)
+	}
+	select {
+	case <-third:
+		t.Fatal("a third connection was accepted while two are open")
+	default:
+	}
+	held[0].Close()
+	held[0].Close() // closing twice frees one slot only
+	c := <-third
+	defer c.Close()
+	if n := len(l.slots); n != 2 {
+		t.Fatalf("%d slots taken after one closed and the third was accepted, want 2", n)
+	}
+	held[1].Close()
 }

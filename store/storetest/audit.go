@@ -14,6 +14,7 @@ func testAudit(t *testing.T, newStore NewFunc) {
 		{"append, list in pages, since", testAuditAppendList},
 		{"delete before a time, bounded", testAuditDelete},
 		{"approval round-trips on automations", testApprovalRoundTrip},
+		{"a run's principal and a person's question round-trip", testPrincipalRoundTrip},
 	})
 }
 
@@ -87,5 +88,43 @@ func testApprovalRoundTrip(t *testing.T, s store.Store) {
 	}
 	if got := mustGetAutomation(t, s, a.ID); got.Approval != "" || !got.Enabled {
 		t.Fatalf("approved automation reads back as approval %q enabled %t", got.Approval, got.Enabled)
+	}
+}
+
+// testPrincipalRoundTrip: who launched a run (Trigger.Principal) and a
+// question only a person answers (Question.For, an ambiguous Kind) read
+// back as written, in the list as in the record: the policy and answer_run
+// decide on them.
+func testPrincipalRoundTrip(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for i, q := range []*store.Question{
+		{ID: "q_h", Text: "Ship it?", Choices: []string{"yes", "no"}, Kind: "ask", For: store.QuestionForHuman, Step: "ok", Position: 1, AskedAt: t0},
+		{ID: "q_a", Text: "step x may or may not have run: retry, skip or fail?", Choices: []string{"retry", "skip", "fail"}, Kind: "ambiguous", Step: "x", Position: 1, AskedAt: t0},
+	} {
+		id := fmt.Sprintf("run_principal%d", i)
+		mustCreate(t, s, &store.Run{ID: id, Trigger: store.Trigger{Kind: "mcp", Client: "Editor", Principal: "agent:Editor"}})
+		mustClaim(t, s, id, "c")
+		if _, err := s.StartStep(ctx, store.StepStart{Now: tNow, RunID: id, Claim: "c", Path: q.Step, Position: 1, Kind: q.Kind, PID: 4242}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ParkRun(ctx, store.ParkParams{Now: tNow, ID: id, Claim: "c", Question: q}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Trigger.Principal != "agent:Editor" || got.Trigger.Client != "Editor" || got.Question == nil || got.Question.For != q.For || got.Question.Kind != q.Kind || !got.Question.HumanOnly() {
+			t.Fatalf("run %s reads back trigger %+v question %+v; want agent:Editor's, a person's question", id, got.Trigger, got.Question)
+		}
+	}
+	listed, _, err := s.ListRuns(ctx, store.RunFilter{Status: []store.RunStatus{store.RunWaiting}})
+	if err != nil || len(listed) != 2 {
+		t.Fatalf("waiting runs: %d, %v; want 2", len(listed), err)
+	}
+	for _, r := range listed {
+		if r.Trigger.Principal != "agent:Editor" {
+			t.Fatalf("listed run %s has principal %q", r.ID, r.Trigger.Principal)
+		}
 	}
 }
