@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
@@ -127,6 +128,13 @@ func TestSecretNeverStored(t *testing.T) {
 		}
 		if bytes.Contains(b, []byte(secret)) {
 			t.Errorf("the secret's value is in %s", p)
+		}
+		// Encoded, it may be only in the secrets file (which keeps it in
+		// base64, mode 0600): not in the database, a journal or a log.
+		for _, enc := range []string{base64.StdEncoding.EncodeToString([]byte(secret)), hex.EncodeToString([]byte(secret))} {
+			if filepath.Base(p) != secrets.FileName && bytes.Contains(b, []byte(enc)) {
+				t.Errorf("the secret's value is in %s, encoded as %s", p, enc)
+			}
 		}
 		if filepath.Base(p) == secrets.FileName {
 			if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
