@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"path/filepath"
+	"strings"
 )
 
 // Label is the launchd label of a workspace's worker.
@@ -38,6 +39,17 @@ func launchdPlist(s Spec) (File, error) {
 	b.WriteString("\t</array>\n")
 	key("WorkingDirectory")
 	str("\t", s.Workspace)
+	if len(s.Env) > 0 {
+		key("EnvironmentVariables")
+		b.WriteString("\t<dict>\n")
+		for _, kv := range s.Env {
+			name, value, _ := strings.Cut(kv, "=")
+			b.WriteString("\t")
+			key(name)
+			str("\t\t", value)
+		}
+		b.WriteString("\t</dict>\n")
+	}
 	key("RunAtLoad")
 	b.WriteString("\t<true/>\n")
 	key("KeepAlive")

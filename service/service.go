@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn/internal/ids"
@@ -37,7 +38,14 @@ type Spec struct {
 	// means Home/.config). Both decide where the file goes.
 	Home       string
 	ConfigHome string
+	// Env is what the worker's runs see of PATH, LANG and TZ ("NAME=value",
+	// taken where install ran): a service manager starts its services with
+	// a bare PATH, without the user's ~/bin or ~/go/bin.
+	Env []string
 }
+
+// ServiceEnv are the variables Env may carry (all in the run allowlist).
+var ServiceEnv = []string{"PATH", "LANG", "TZ"}
 
 // File is a rendered service definition.
 type File struct {
@@ -68,6 +76,12 @@ func (s Spec) check() error {
 		}
 		if strings.ContainsAny(p, "\n\r\x00") {
 			return fmt.Errorf("render service: %s %q contains a line break", name, p)
+		}
+	}
+	for _, kv := range s.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !slices.Contains(ServiceEnv, name) || strings.ContainsAny(kv, "\n\r\x00") {
+			return fmt.Errorf("render service: environment %q is not one of %v as NAME=value on one line", kv, ServiceEnv)
 		}
 	}
 	if s.ConfigHome != "" && !filepath.IsAbs(s.ConfigHome) {

@@ -24,7 +24,8 @@ func spec(t *testing.T) Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Spec{Binary: bin, StateRoot: filepath.Join(home, ".cairn"), Workspace: ws, WorkspaceID: "0123456789ab", Home: home}
+	return Spec{Binary: bin, StateRoot: filepath.Join(home, ".cairn"), Workspace: ws, WorkspaceID: "0123456789ab", Home: home,
+		Env: []string{"PATH=" + home + "/my bin:/usr/bin:/bin", "TZ=Europe/Paris"}}
 }
 
 func TestSystemdUnitVerifies(t *testing.T) {
@@ -41,6 +42,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	for _, want := range []string{
 		"[Unit]\n", "[Service]\n", "[Install]\n", "WantedBy=default.target\n", "Restart=always\n",
 		`ExecStart=` + s.Binary + ` --state ` + s.StateRoot + ` --workspace "` + strings.ReplaceAll(s.Workspace, "%", "%%") + `" worker --idle 0` + "\n",
+		`Environment="PATH=` + s.Home + `/my bin:/usr/bin:/bin"` + "\n", "Environment=TZ=Europe/Paris\n",
 	} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("unit lacks %q:\n%s", want, unit)
@@ -151,6 +153,13 @@ func TestLaunchdPlistStructure(t *testing.T) {
 	if v := vals["WorkingDirectory"]; v.Text != s.Workspace {
 		t.Errorf("WorkingDirectory = %q, want %q", v.Text, s.Workspace)
 	}
+	var env []string
+	if e := vals["EnvironmentVariables"].Items; len(e) == 4 && e[0].XMLName.Local == "key" && e[2].XMLName.Local == "key" {
+		env = []string{e[0].Text + "=" + e[1].Text, e[2].Text + "=" + e[3].Text}
+	}
+	if strings.Join(env, "\x00") != strings.Join(s.Env, "\x00") {
+		t.Errorf("EnvironmentVariables = %+v, want %q", vals["EnvironmentVariables"], s.Env)
+	}
 }
 
 func TestRenderRefuses(t *testing.T) {
@@ -168,6 +177,11 @@ func TestRenderRefuses(t *testing.T) {
 	bad.Workspace += "\nExecStartPre=/bin/evil"
 	if _, err := Render("linux", bad); err == nil {
 		t.Error("line break in the workspace: no error")
+	}
+	bad = s
+	bad.Env = []string{"LD_PRELOAD=/tmp/x.so"}
+	if _, err := Render("linux", bad); err == nil {
+		t.Error("an environment variable beyond PATH, LANG and TZ: no error")
 	}
 	bad = s
 	bad.WorkspaceID = "../x"

@@ -33,6 +33,9 @@ func systemdUnit(s Spec) File {
 	b.WriteString("Type=simple\n")
 	fmt.Fprintf(&b, "ExecStart=%s\n", strings.Join(quoted, " "))
 	fmt.Fprintf(&b, "WorkingDirectory=%s\n", systemdEscape(s.Workspace)) // the whole value: no quotes
+	for _, kv := range s.Env {
+		fmt.Fprintf(&b, "Environment=%s\n", systemdQuote(kv))
+	}
 	b.WriteString("Restart=always\n")
 	b.WriteString("RestartSec=10\n")
 	// The worker stops its steps within a few seconds of SIGTERM.

@@ -143,7 +143,7 @@ func (e *env) serviceFile() (service.File, error) {
 	}
 	return service.Render(runtime.GOOS, service.Spec{
 		Binary: exe, StateRoot: root, Workspace: ws.Root, WorkspaceID: ws.ID,
-		Home: home, ConfigHome: os.Getenv("XDG_CONFIG_HOME"),
+		Home: home, ConfigHome: os.Getenv("XDG_CONFIG_HOME"), Env: serviceEnv(),
 	})
 }
 
@@ -193,4 +193,16 @@ func (e *env) printService(rep serviceReport) error {
 		e.printf("to keep it running without a login session (after a reboot, before you log in): loginctl enable-linger %s\n", cmp.Or(os.Getenv("USER"), "$USER"))
 	}
 	return nil
+}
+
+// serviceEnv is the install command's PATH, LANG and TZ, for the runs the
+// service's worker starts.
+func serviceEnv() []string {
+	var env []string
+	for _, name := range service.ServiceEnv {
+		if v := os.Getenv(name); v != "" && !strings.ContainsAny(v, "\n\r\x00") {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
 }
