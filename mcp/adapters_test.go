@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/runs"
+	"github.com/cairnhq/cairn/store"
 )
 
 // TestSessionsAdapter drives the session tools through the real
@@ -139,6 +140,23 @@ func TestAutomationsAdapter(t *testing.T) {
 	}
 	if _, err := f.st.GetRun(context.Background(), fired.RunID); err != nil {
 		t.Errorf("the fired run is not stored: %v", err)
+	}
+	// The record says queued until a scheduler looks; the tools give the
+	// run's own status.
+	ctx, now := context.Background(), time.Now()
+	if _, err := f.st.ClaimRun(ctx, store.ClaimParams{ID: fired.RunID, Claim: "c1", PID: 1, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.SettleRun(ctx, store.SettleParams{ID: fired.RunID, Claim: "c1", Status: store.RunSucceeded, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := f.st.GetAutomation(ctx, a.ID); rec.State.LastStatus != string(store.RunQueued) || rec.State.LastRunID != fired.RunID {
+		t.Fatalf("the record says %q of %s: the check below no longer covers the gap", rec.State.LastStatus, rec.State.LastRunID)
+	}
+	var listed automationsOut
+	f.ok("list_automations", nil, &listed)
+	if len(listed.Automations) != 1 || listed.Automations[0].History.LastStatus != string(store.RunSucceeded) {
+		t.Errorf("list_automations after the fired run succeeded: %+v", listed.Automations[0].History)
 	}
 	f.ok("delete_automation", map[string]any{"id": a.ID}, nil)
 	if msg := f.fails("delete_automation", map[string]any{"id": a.ID}); !strings.Contains(msg, a.ID) {

@@ -84,7 +84,7 @@ func (s *Server) listAutomationsTool() server.ServerTool {
 			}
 			window := make([]*automation, 0, len(list))
 			for _, a := range list {
-				window = append(window, newAutomation(a))
+				window = append(window, s.automation(ctx, a))
 			}
 			page, next, err := page.Slice(window, automationKey, "", limit, in.room(),
 				func(a *automation) string { return "automation " + a.ID })
@@ -220,7 +220,7 @@ func (s *Server) createAutomationTool() server.ServerTool {
 			if res.Created {
 				s.elicit.followApproval(ctx, res.Automation)
 			}
-			return &createAutomationOut{Automation: newAutomation(res.Automation), Created: res.Created}, nil
+			return &createAutomationOut{Automation: s.automation(ctx, res.Automation), Created: res.Created}, nil
 		}))
 }
 
@@ -274,7 +274,7 @@ func (s *Server) updateAutomationTool() server.ServerTool {
 				return nil, err
 			}
 			s.elicit.followApproval(ctx, a)
-			return newAutomation(a), nil
+			return s.automation(ctx, a), nil
 		}))
 }
 

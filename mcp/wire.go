@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -186,6 +187,19 @@ func nextDue(a *store.Automation) time.Time {
 		return t.In(automations.Location(a))
 	}
 	return time.Time{}
+}
+
+// automation is a's wire form, with its last run's own status when the
+// record still says queued (as automations.LastRunStatus does for the CLI:
+// the scheduler records an outcome only when it next looks).
+func (s *Server) automation(ctx context.Context, a *store.Automation) *automation {
+	w := newAutomation(a)
+	if w.History.LastStatus == string(store.RunQueued) && a.State.LastRunID != "" && s.p.RunStore != nil {
+		if r, err := s.p.RunStore.GetRun(ctx, a.State.LastRunID); err == nil {
+			w.History.LastStatus = string(r.Status)
+		}
+	}
+	return w
 }
 
 func newAutomation(a *store.Automation) *automation {
