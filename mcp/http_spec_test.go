@@ -18,7 +18,8 @@ import (
 // that initialized a session at version.
 type httpFixture struct {
 	*httpClient
-	f *fixture // blocked and release of the test tools
+	f    *fixture    // blocked and release of the test tools
+	runs *fakeEngine // the server's run engine
 }
 
 func setupHTTP(t *testing.T, version string) *httpFixture {
@@ -51,7 +52,7 @@ func setupHTTP(t *testing.T, version string) *httpFixture {
 	if resp := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d", resp.StatusCode)
 	}
-	return &httpFixture{httpClient: c, f: f}
+	return &httpFixture{httpClient: c, f: f, runs: runs}
 }
 
 // send posts body with the session and token, headers overriding.
