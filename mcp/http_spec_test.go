@@ -112,8 +112,11 @@ func TestHTTPSpecDetails(t *testing.T) {
 			t.Errorf("%s: %d %s %s, want %d %s", c.name, resp.StatusCode, resp.Header.Get("Content-Type"), b, c.status, c.ctype)
 			continue
 		}
-		if c.status == 401 && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer ") {
-			t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge", c.name, resp.Header.Get("WWW-Authenticate"))
+		if c.status == 401 {
+			meta := strings.TrimSuffix(h.url, transport.HTTPPath) + "/.well-known/oauth-protected-resource" + transport.HTTPPath
+			if ch := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, `resource_metadata="`+meta+`"`) {
+				t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge with resource_metadata=%q", c.name, ch, meta)
+			}
 		}
 		if c.name == "JSON only, with progress" {
 			var m struct {
@@ -124,6 +127,40 @@ func TestHTTPSpecDetails(t *testing.T) {
 				t.Errorf("%s: body %s, want the response as JSON", c.name, b)
 			}
 		}
+	}
+}
+
+// TestHTTPResourceMetadata fetches, without a token, the protected-resource
+// metadata (RFC 9728) a 401 points at: it names the endpoint and bearer
+// tokens in the Authorization header.
+func TestHTTPResourceMetadata(t *testing.T) {
+	t.Parallel()
+	h := setupHTTP(t, "2025-11-25")
+	base := strings.TrimSuffix(h.url, transport.HTTPPath)
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+		resp, err := h.hc.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var m struct {
+			Resource string   `json:"resource"`
+			Methods  []string `json:"bearer_methods_supported"`
+		}
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || json.Unmarshal(b, &m) != nil ||
+			m.Resource != h.url || len(m.Methods) != 1 || m.Methods[0] != "header" {
+			t.Errorf("GET %s: %d %s, want the metadata of %s", path, resp.StatusCode, b, h.url)
+		}
+	}
+	// Only the metadata is served without a token.
+	resp, err := h.hc.Get(base + "/.well-known/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET another well-known path without a token: %d, want 401", resp.StatusCode)
 	}
 }
 

@@ -34,6 +34,10 @@ func (t *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if t.tokens.required() && isMetadataPath(r.URL.Path) {
+		serveMetadata(w, r)
+		return
+	}
 	if t.tokens.required() {
 		name, ok := t.tokens.match(r)
 		if !ok {
