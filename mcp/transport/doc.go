@@ -75,6 +75,8 @@
 // notification channel per session among every open stream (a progress
 // notification could leave on another stream after its call's response),
 // and, as pinned, it serves a POST from a foreign Origin and reads bodies
-// of any size (TestMCPGoStreamableHTTPGaps). Revisit when it orders
+// of any size (TestMCPGoStreamableHTTPMixesStreams: one call's progress
+// leaves on another call's stream; TestMCPGoStreamableHTTPGaps: the
+// Origin). Revisit when it orders
 // notifications per request and checks Origin.
 package transport
