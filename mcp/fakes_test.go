@@ -159,6 +159,9 @@ func (f *fakeEngine) Get(ctx context.Context, id string) (*runs.Run, error) {
 		return f.copyLocked(r), nil
 	}
 	f.mu.Unlock()
+	if f.st == nil {
+		return nil, err
+	}
 	if sr, serr := f.st.GetRun(ctx, id); serr == nil {
 		return &runs.Run{Run: *sr}, nil
 	}

@@ -203,3 +203,37 @@ func TestHTTPBatches(t *testing.T) {
 		t.Errorf("batch at 2025-11-25: %d %s, want 400 naming 2025-03-26", resp.StatusCode, b)
 	}
 }
+
+// TestHTTPJSONRPCRules checks the JSON-RPC codes and id rules over HTTP,
+// as TestJSONRPCRules does on stdio.
+func TestHTTPJSONRPCRules(t *testing.T) {
+	t.Parallel()
+	h := setupHTTP(t, "2025-11-25")
+	cases := []struct {
+		name, body string
+		code       int
+		id         string
+		text       string
+	}{
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, "null", "id must be"},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600, "null", "integer"},
+		{"method not a string", `{"jsonrpc":"2.0","id":7,"method":5}`, -32600, "7", "method must be a string"},
+		{"array params", `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":[1]}`, -32602, "8", "params must be"},
+		{"subscribe to a foreign uri", `{"jsonrpc":"2.0","id":10,"method":"resources/subscribe","params":{"uri":"file:///etc/passwd"}}`, -32002, "10", "unknown resource"},
+		{"subscribe to a missing run", `{"jsonrpc":"2.0","id":11,"method":"resources/subscribe","params":{"uri":"cairn://runs/run_missing"}}`, -32002, "11", "run_missing"},
+	}
+	for _, c := range cases {
+		resp := h.send(c.body, nil)
+		evs := events(t, resp)
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if len(evs) == 0 || json.Unmarshal(evs[len(evs)-1], &m) != nil || m.Error == nil || m.Error.Code != c.code || string(m.ID) != c.id || !strings.Contains(m.Error.Message, c.text) {
+			t.Errorf("%s: %d %s, want code %d, id %s, text with %q", c.name, resp.StatusCode, evs, c.code, c.id, c.text)
+		}
+	}
+}
