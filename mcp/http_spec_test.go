@@ -153,14 +153,17 @@ func TestHTTPResourceMetadata(t *testing.T) {
 			t.Errorf("GET %s: %d %s, want the metadata of %s", path, resp.StatusCode, b, h.url)
 		}
 	}
-	// Only the metadata is served without a token.
-	resp, err := h.hc.Get(base + "/.well-known/other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("GET another well-known path without a token: %d, want 401", resp.StatusCode)
+	// Documents not served are not found, so that a client's OAuth
+	// discovery moves on; the endpoint itself wants the token.
+	for path, want := range map[string]int{"/.well-known/oauth-authorization-server": 404, "/.well-known/openid-configuration": 404, transport.HTTPPath: 401} {
+		resp, err := h.hc.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s without a token: %d, want %d", path, resp.StatusCode, want)
+		}
 	}
 }
 
