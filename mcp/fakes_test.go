@@ -33,6 +33,9 @@ type fakeEngine struct {
 	changed  chan struct{}
 	writes   int // mutations, to check that bad input changed nothing
 	versions int // GetRun calls (subscription polls)
+	// waits, when set, gets a run id each time ReadOutput (under
+	// read_run_output and launch_run's Follow) starts waiting for a record.
+	waits chan string
 }
 
 var (
@@ -156,6 +159,9 @@ func (f *fakeEngine) Get(ctx context.Context, id string) (*runs.Run, error) {
 		return f.copyLocked(r), nil
 	}
 	f.mu.Unlock()
+	if f.st == nil {
+		return nil, err
+	}
 	if sr, serr := f.st.GetRun(ctx, id); serr == nil {
 		return &runs.Run{Run: *sr}, nil
 	}
@@ -280,8 +286,14 @@ func (f *fakeEngine) ReadOutput(ctx context.Context, id string, p runs.ReadParam
 			f.mu.Unlock()
 			return out, nil
 		}
-		ch := f.changed
+		ch, waits := f.changed, f.waits
 		f.mu.Unlock()
+		if waits != nil {
+			select {
+			case waits <- id:
+			default:
+			}
+		}
 		t := time.NewTimer(time.Until(deadline))
 		select {
 		case <-ch:

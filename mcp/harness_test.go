@@ -55,6 +55,9 @@ type fixtureOpts struct {
 	// patientSync waits for a first ping answer as long as for any: the
 	// client answers, maybe slowly behind a deep backlog on a busy machine.
 	patientSync bool
+	// syncTimeout, when set, is the wait for a ping answer from a client
+	// that answered one before (ignorePings sets 100 ms otherwise).
+	syncTimeout time.Duration
 	// runs replaces the fake engine when set (and runStore its store).
 	runs     runEngine
 	runStore runStore
@@ -101,6 +104,9 @@ func setup(t testing.TB, o fixtureOpts) *fixture {
 	f.srv = New(p)
 	if o.ignorePings {
 		f.srv.syncTimeout = 100 * time.Millisecond
+	}
+	if o.syncTimeout > 0 {
+		f.srv.syncTimeout = o.syncTimeout
 	}
 	if o.patientSync {
 		f.srv.unproven = 10 * time.Second

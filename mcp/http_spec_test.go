@@ -18,7 +18,8 @@ import (
 // that initialized a session at version.
 type httpFixture struct {
 	*httpClient
-	f *fixture // blocked and release of the test tools
+	f    *fixture    // blocked and release of the test tools
+	runs *fakeEngine // the server's run engine
 }
 
 func setupHTTP(t *testing.T, version string) *httpFixture {
@@ -51,7 +52,7 @@ func setupHTTP(t *testing.T, version string) *httpFixture {
 	if resp := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d", resp.StatusCode)
 	}
-	return &httpFixture{httpClient: c, f: f}
+	return &httpFixture{httpClient: c, f: f, runs: runs}
 }
 
 // send posts body with the session and token, headers overriding.
@@ -111,8 +112,11 @@ func TestHTTPSpecDetails(t *testing.T) {
 			t.Errorf("%s: %d %s %s, want %d %s", c.name, resp.StatusCode, resp.Header.Get("Content-Type"), b, c.status, c.ctype)
 			continue
 		}
-		if c.status == 401 && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer ") {
-			t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge", c.name, resp.Header.Get("WWW-Authenticate"))
+		if c.status == 401 {
+			meta := strings.TrimSuffix(h.url, transport.HTTPPath) + "/.well-known/oauth-protected-resource" + transport.HTTPPath
+			if ch := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, `resource_metadata="`+meta+`"`) {
+				t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge with resource_metadata=%q", c.name, ch, meta)
+			}
 		}
 		if c.name == "JSON only, with progress" {
 			var m struct {
@@ -122,6 +126,43 @@ func TestHTTPSpecDetails(t *testing.T) {
 			if b, _ := io.ReadAll(resp.Body); json.Unmarshal(b, &m) != nil || m.ID != 3 || m.Result == nil {
 				t.Errorf("%s: body %s, want the response as JSON", c.name, b)
 			}
+		}
+	}
+}
+
+// TestHTTPResourceMetadata fetches, without a token, the protected-resource
+// metadata (RFC 9728) a 401 points at: it names the endpoint and bearer
+// tokens in the Authorization header.
+func TestHTTPResourceMetadata(t *testing.T) {
+	t.Parallel()
+	h := setupHTTP(t, "2025-11-25")
+	base := strings.TrimSuffix(h.url, transport.HTTPPath)
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+		resp, err := h.hc.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var m struct {
+			Resource string   `json:"resource"`
+			Methods  []string `json:"bearer_methods_supported"`
+		}
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || json.Unmarshal(b, &m) != nil ||
+			m.Resource != h.url || len(m.Methods) != 1 || m.Methods[0] != "header" {
+			t.Errorf("GET %s: %d %s, want the metadata of %s", path, resp.StatusCode, b, h.url)
+		}
+	}
+	// Documents not served are not found, so that a client's OAuth
+	// discovery moves on; the endpoint itself wants the token.
+	for path, want := range map[string]int{"/.well-known/oauth-authorization-server": 404, "/.well-known/openid-configuration": 404, transport.HTTPPath: 401} {
+		resp, err := h.hc.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s without a token: %d, want %d", path, resp.StatusCode, want)
 		}
 	}
 }
@@ -163,5 +204,39 @@ func TestHTTPBatches(t *testing.T) {
 	b, _ = io.ReadAll(resp.Body)
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "2025-03-26") {
 		t.Errorf("batch at 2025-11-25: %d %s, want 400 naming 2025-03-26", resp.StatusCode, b)
+	}
+}
+
+// TestHTTPJSONRPCRules checks the JSON-RPC codes and id rules over HTTP,
+// as TestJSONRPCRules does on stdio.
+func TestHTTPJSONRPCRules(t *testing.T) {
+	t.Parallel()
+	h := setupHTTP(t, "2025-11-25")
+	cases := []struct {
+		name, body string
+		code       int
+		id         string
+		text       string
+	}{
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, "null", "id must be"},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600, "null", "integer"},
+		{"method not a string", `{"jsonrpc":"2.0","id":7,"method":5}`, -32600, "7", "method must be a string"},
+		{"array params", `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":[1]}`, -32602, "8", "params must be"},
+		{"subscribe to a foreign uri", `{"jsonrpc":"2.0","id":10,"method":"resources/subscribe","params":{"uri":"file:///etc/passwd"}}`, -32002, "10", "unknown resource"},
+		{"subscribe to a missing run", `{"jsonrpc":"2.0","id":11,"method":"resources/subscribe","params":{"uri":"cairn://runs/run_missing"}}`, -32002, "11", "run_missing"},
+	}
+	for _, c := range cases {
+		resp := h.send(c.body, nil)
+		evs := events(t, resp)
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if len(evs) == 0 || json.Unmarshal(evs[len(evs)-1], &m) != nil || m.Error == nil || m.Error.Code != c.code || string(m.ID) != c.id || !strings.Contains(m.Error.Message, c.text) {
+			t.Errorf("%s: %d %s, want code %d, id %s, text with %q", c.name, resp.StatusCode, evs, c.code, c.id, c.text)
+		}
 	}
 }

@@ -400,3 +400,20 @@ func TestSyncWithoutPingAnswers(t *testing.T) {
 		t.Errorf("%d pings sent, want %d (syncing turns off after that many went unanswered)", pings, transport.MaxMissedPings)
 	}
 }
+
+// TestUnansweredPingWaitsBriefly checks that a client that has answered
+// none of our pings waits on a sync ping at most UnprovenSyncTimeout
+// (100 ms), not the SyncTimeout of an answering client: with the latter
+// at ten minutes, the calls would outlast the test's context.
+func TestUnansweredPingWaitsBriefly(t *testing.T) {
+	t.Parallel()
+	f := setup(t, fixtureOpts{ignorePings: true, syncTimeout: 10 * time.Minute})
+	for i := range transport.MaxMissedPings + 1 {
+		start := time.Now()
+		r, _, err := f.client.CallTool(f.ctx(), "test_progress", map[string]any{"n": 1}, map[string]any{"progressToken": i})
+		if err != nil || r.IsError {
+			t.Fatalf("call %d: %v %v", i, err, r)
+		}
+		t.Logf("call %d with progress, ping unanswered: %v", i, time.Since(start))
+	}
+}

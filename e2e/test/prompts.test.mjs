@@ -25,7 +25,7 @@ const logs = [];
 before(async () => {
   mkdirSync(join(workspace, '.cairn', 'workflows'), { recursive: true });
   mkdirSync(state, { recursive: true, mode: 0o700 });
-  for (const name of ['hello.yaml', 'confirm.yaml']) {
+  for (const name of ['hello.yaml', 'confirm.yaml', 'slow.yaml']) {
     copyFileSync(join(WORKFLOWS_DIR, name), join(workspace, '.cairn', 'workflows', name));
   }
   let bin = process.env.MCP_HOST_BIN;
@@ -57,9 +57,13 @@ test('prompts run, schedule and status are listed and filled in', async () => {
   assert.match(status.messages[0].content.text, /running runs/);
 });
 
-test('completions offer targets and run ids', async () => {
+test('completions offer targets, automation keys and run ids', async () => {
   const targets = await client.complete({ ref: { type: 'ref/prompt', name: 'run' }, argument: { name: 'target', value: 'he' } });
   assert.deepEqual(targets.completion.values, ['hello']);
+  const made = await client.callTool({ name: 'create_automation', arguments: { key: 'weekly', target: 'hello', cron: '0 3 * * 1', tz: 'UTC' } });
+  assert.ok(!made.isError, JSON.stringify(made.content));
+  const keys = await client.complete({ ref: { type: 'ref/prompt', name: 'schedule' }, argument: { name: 'key', value: 'we' } });
+  assert.deepEqual(keys.completion.values, ['weekly']);
   const res = await client.callTool({ name: 'launch_run', arguments: { target: 'hello', wait_seconds: 30 } });
   const id = res.structuredContent.id;
   const ids = await client.complete({ ref: { type: 'ref/resource', uri: 'cairn://runs/{run_id}' }, argument: { name: 'run_id', value: id.slice(0, 8) } });
@@ -75,4 +79,16 @@ test('the run log follows logging/setLevel', async () => {
   }
   const mine = logs.filter((l) => l.data?.run_id === id);
   assert.ok(mine.some((l) => l.data.status === 'succeeded' && l.level === 'info' && l.logger === 'cairn.runs'), `log messages: ${JSON.stringify(mine)}`);
+
+  // At warning a success is not told, a cancellation (a warning) is; the
+  // messages leave in the order the runs changed.
+  await client.setLoggingLevel('warning');
+  const quiet = (await client.callTool({ name: 'launch_run', arguments: { target: 'hello', wait_seconds: 30 } })).structuredContent.id;
+  const slow = (await client.callTool({ name: 'launch_run', arguments: { target: 'slow' } })).structuredContent.id;
+  await client.callTool({ name: 'cancel_run', arguments: { run_id: slow } });
+  for (let i = 0; i < 600 && !logs.some((l) => l.data?.run_id === slow && l.data?.status === 'cancelled'); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(logs.some((l) => l.data?.run_id === slow && l.data?.status === 'cancelled' && l.level === 'warning'), `log messages: ${JSON.stringify(logs)}`);
+  assert.deepEqual(logs.filter((l) => l.data?.run_id === quiet), [], 'a run logged below the level set');
 });

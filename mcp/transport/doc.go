@@ -63,8 +63,9 @@
 // (http_client_request.go). It refuses foreign
 // Origin and Host headers, an MCP-Protocol-Version it does not serve (400),
 // and requests without one of the named bearer tokens (the scheme is
-// case-insensitive; a 401 carries a Bearer challenge, without
-// resource_metadata as no OAuth metadata is served). TokenName tells a
+// case-insensitive; a 401 carries a Bearer challenge whose
+// resource_metadata names the RFC 9728 metadata served, without a token, at
+// /.well-known/oauth-protected-resource/mcp). TokenName tells a
 // handler which token a request used; a session belongs to its token.
 // The session table evicts the least recently used idle session when
 // full; bodies are read within a deadline and charged to a shared budget
@@ -74,6 +75,8 @@
 // notification channel per session among every open stream (a progress
 // notification could leave on another stream after its call's response),
 // and, as pinned, it serves a POST from a foreign Origin and reads bodies
-// of any size (TestMCPGoStreamableHTTPGaps). Revisit when it orders
+// of any size (TestMCPGoStreamableHTTPMixesStreams: one call's progress
+// leaves on another call's stream; TestMCPGoStreamableHTTPGaps: the
+// Origin). Revisit when it orders
 // notifications per request and checks Origin.
 package transport

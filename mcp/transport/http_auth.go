@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
@@ -76,11 +77,62 @@ func bearer(h string) (string, bool) {
 	return cred, cred != ""
 }
 
-// unauthorized refuses a request without a valid token. Cairn serves no
-// OAuth protected-resource metadata, so the challenge carries no
-// resource_metadata: a client is configured with its token.
+// metadataPath is where the endpoint's OAuth 2.0 Protected Resource
+// Metadata (RFC 9728) is served when a token is required: under the
+// well-known prefix, with the endpoint's path inserted (§3.1), and at the
+// bare prefix for clients that look there first.
+const metadataPath = "/.well-known/oauth-protected-resource"
+
+// baseURL is the scheme and host a request reached, or "" when its Host
+// could not be quoted in a header parameter.
+func baseURL(r *http.Request) string {
+	if r.Host == "" || strings.ContainsAny(r.Host, "\"\\ ,") {
+		return ""
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// serveMetadata answers the protected-resource metadata, which needs no
+// token: the resource is the endpoint, and it takes a bearer token in the
+// Authorization header. It names no authorization server: Cairn's tokens
+// are made by mcp-host serve --http (or --add-token), not by OAuth, and a
+// client is configured with one.
+func serveMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	base := baseURL(r)
+	if base == "" {
+		http.Error(w, "Bad Request: no usable Host header", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"resource":                 base + HTTPPath,
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "Cairn (mcp-host)",
+	})
+}
+
+// isMetadataPath reports whether a path is one serveMetadata answers.
+func isMetadataPath(p string) bool { return p == metadataPath || p == metadataPath+HTTPPath }
+
+// unauthorized refuses a request without a valid token. The Bearer
+// challenge carries resource_metadata, the URL of the protected-resource
+// metadata (RFC 9728 §5.1; MCP's authorization rules), and
+// error="invalid_token" when a token was sent but matched none.
 func unauthorized(w http.ResponseWriter, r *http.Request) {
 	challenge := `Bearer realm="mcp-host"`
+	if base := baseURL(r); base != "" {
+		challenge += `, resource_metadata="` + base + metadataPath + HTTPPath + `"`
+	}
 	if r.Header.Get("Authorization") != "" {
 		challenge += `, error="invalid_token"`
 	}

@@ -34,6 +34,17 @@ func (t *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if t.tokens.required() && isMetadataPath(r.URL.Path) {
+		serveMetadata(w, r)
+		return
+	}
+	// Any other path is not found, token or not: a client looking for
+	// documents Cairn does not serve (OAuth authorization-server metadata)
+	// learns they are absent.
+	if r.URL.Path != HTTPPath {
+		http.NotFound(w, r)
+		return
+	}
 	if t.tokens.required() {
 		name, ok := t.tokens.match(r)
 		if !ok {
@@ -41,10 +52,6 @@ func (t *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, name))
-	}
-	if r.URL.Path != HTTPPath {
-		http.NotFound(w, r)
-		return
 	}
 	switch r.Method {
 	case http.MethodPost:
