@@ -275,7 +275,7 @@ func (s *Server) listRunsTool() server.ServerTool {
 			}
 			// A run too large for a page on its own comes cut, as get_run
 			// cuts it, and the next page goes on after it.
-			list, next, err := fillOrCut(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
+			list, next, err := page.FillOrCut(in.Limit, in.room(), page.Compact, func(limit int) ([]*runs.Run, string, error) {
 				lp.Limit = limit
 				return rs.List(ctx, lp)
 			}, func(r *runs.Run) string { return "run " + r.ID + " (read it with get_run)" },
