@@ -94,6 +94,12 @@ func setup(t *testing.T) *env {
 	t.Helper()
 	st := memory.New()
 	t.Cleanup(func() { st.Close() })
+	return setupStore(t, st)
+}
+
+// setupStore is setup over st, which the caller closes.
+func setupStore(t *testing.T, st store.Store) *env {
+	t.Helper()
 	e := &env{
 		t: t, ctx: context.Background(), clock: clock.NewFake(t0), store: st,
 		runs: &fakeRuns{Store: st, done: map[string]store.Run{}}, targets: &stubTargets{},

@@ -273,10 +273,13 @@ func (s *Server) listRunsTool() server.ServerTool {
 			if in.Status != "" {
 				lp.Status = []store.RunStatus{store.RunStatus(in.Status)}
 			}
-			list, next, err := page.Fill(in.Limit, in.room(), func(limit int) ([]*runs.Run, string, error) {
+			// A run too large for a page on its own comes cut, as get_run
+			// cuts it, and the next page goes on after it.
+			list, next, err := page.FillOrCut(in.Limit, in.room(), page.Compact, func(limit int) ([]*runs.Run, string, error) {
 				lp.Limit = limit
 				return rs.List(ctx, lp)
-			}, func(r *runs.Run) string { return "run " + r.ID + " (read it with get_run)" })
+			}, func(r *runs.Run) string { return "run " + r.ID + " (read it with get_run)" },
+				func(r *runs.Run, _ int) *runs.Run { return fitRun(r, in.replyBytes()) })
 			if err != nil {
 				return nil, err
 			}

@@ -100,15 +100,7 @@ func (s *Server) getSessionTool() server.ServerTool {
 			if in.Limit == 0 {
 				in.Limit = 50
 			}
-			var sess *store.Session
-			msgs, next, err := page.Fill(in.Limit, in.room()-sessionHeadBytes, func(limit int) ([]*store.Message, string, error) {
-				page, err := ss.Read(ctx, sessions.ReadParams{SessionID: in.SessionID, Cursor: in.Cursor, Limit: limit})
-				if err != nil {
-					return nil, "", err
-				}
-				sess = page.Session
-				return page.Messages, page.NextCursor, nil
-			}, func(m *store.Message) string { return "message " + m.ID })
+			sess, msgs, next, err := readMessages(ctx, ss, in, in.room()-sessionHeadBytes)
 			if err != nil {
 				return nil, err
 			}

@@ -152,13 +152,20 @@ func (j *fileJournals) stale(before time.Time) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list journals: %w", err)
 	}
+	// A run's journal, or its folder of output files (output: file), the
+	// one a crash between removing the two left.
 	var out []string
+	seen := map[string]bool{}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), journalExt)
-		if !ok || !e.Type().IsRegular() || ids.Validate("run id", id) != nil {
+		if ok && !e.Type().IsRegular() || !ok && !e.IsDir() {
+			continue
+		}
+		if seen[id] || ids.Validate("run id", id) != nil {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.ModTime().Before(before) {
+			seen[id] = true
 			out = append(out, id)
 		}
 	}

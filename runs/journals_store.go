@@ -201,8 +201,8 @@ func (j *storeJournals) remove(id string) (int64, error) {
 	return n + files, err
 }
 
-// staleBatch bounds one listing of stale journals; retention lists again
-// after it removed them.
+// staleBatch bounds one listing of orphan journals (the store lists only
+// journals whose run is gone); retention's next pass lists the rest.
 const staleBatch = 1000
 
 func (j *storeJournals) stale(before time.Time) ([]string, error) {

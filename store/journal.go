@@ -38,8 +38,11 @@ type JournalStore interface {
 	// DeleteJournal removes run id's journal and returns the bytes it
 	// held (0 when it had none).
 	DeleteJournal(ctx context.Context, runID string) (int64, error)
-	// StaleJournals lists up to limit runs whose journal was last
-	// appended to before t, oldest first.
+	// StaleJournals lists up to limit runs that no longer exist whose
+	// journal was last appended to before t, oldest first: the journals
+	// retention sweeps as orphans. A journal of a stored run is never
+	// listed, so that many kept runs with old journals cannot hide the
+	// orphans behind the limit.
 	StaleJournals(ctx context.Context, before time.Time, limit int) ([]string, error)
 }
 

@@ -7,6 +7,7 @@ package page
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -129,6 +130,23 @@ func FillSized[T any](limit, room int, size Sizer, fetch func(limit int) ([]T, s
 		}
 		limit = n
 	}
+}
+
+// FillOrCut is FillSized, except that an item too large for a page on
+// its own does not stop the listing: it comes alone, as cut returns it
+// (given the item and the bytes its JSON takes; the caller makes it fit
+// room), and the cursor goes past it.
+func FillOrCut[T any](limit, room int, size Sizer, fetch func(limit int) ([]T, string, error), what func(T) string, cut func(T, int) T) ([]T, string, error) {
+	items, next, err := FillSized(limit, room, size, fetch, what)
+	var tooLarge *TooLargeError
+	if !errors.As(err, &tooLarge) {
+		return items, next, err
+	}
+	one, next, err := fetch(1)
+	if err != nil || len(one) == 0 {
+		return nil, "", err
+	}
+	return []T{cut(one[0], tooLarge.Size)}, next, nil
 }
 
 // Slice is a page of a sorted list held whole: the items after cursor (a

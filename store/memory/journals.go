@@ -94,7 +94,7 @@ func (s *Store) StaleJournals(ctx context.Context, before time.Time, limit int) 
 		}
 		var all []stale
 		for id, j := range s.journals {
-			if j.updated.Before(before) {
+			if _, ok := s.runs.byID[id]; !ok && j.updated.Before(before) {
 				all = append(all, stale{id, j.updated})
 			}
 		}

@@ -77,7 +77,9 @@ INSERT INTO journal_chunks (run_id, off, data) SELECT $1, j.size - $2, $3 FROM j
   ORDER BY off LIMIT $3`
 	qDeleteJournal = `WITH c AS (DELETE FROM journal_chunks WHERE run_id = $1)
 DELETE FROM journals WHERE run_id = $1 RETURNING size`
-	qStaleJournals = "SELECT run_id FROM journals WHERE updated_at < $1 ORDER BY updated_at, run_id LIMIT $2"
+	qStaleJournals = `SELECT run_id FROM journals WHERE updated_at < $1
+  AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = journals.run_id)
+  ORDER BY updated_at, run_id LIMIT $2`
 )
 
 func (j *Journals) AppendJournal(ctx context.Context, runID string, data []byte) (int64, error) {

@@ -19,7 +19,7 @@ var (
 	qJournalChunks    = prepared("SELECT off, data FROM journal_chunks WHERE run_id = ? AND off >= coalesce((SELECT max(off) FROM journal_chunks WHERE run_id = ? AND off <= ?), 0) ORDER BY off LIMIT ?")
 	qJournalDrop      = prepared("DELETE FROM journals WHERE run_id = ? RETURNING size")
 	qJournalChunkDrop = prepared("DELETE FROM journal_chunks WHERE run_id = ?")
-	qJournalStale     = prepared("SELECT run_id FROM journals WHERE updated_at < ? ORDER BY updated_at, run_id LIMIT ?")
+	qJournalStale     = prepared("SELECT run_id FROM journals WHERE updated_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = journals.run_id) ORDER BY updated_at, run_id LIMIT ?")
 )
 
 func (s *Store) AppendJournal(ctx context.Context, runID string, data []byte) (int64, error) {

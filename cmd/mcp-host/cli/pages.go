@@ -43,7 +43,13 @@ func flagError(err error) error {
 
 // fitRun cuts r to fit a page of maxBytes printed with printJSON's indent.
 func fitRun(r *runs.Run, maxBytes int) *runs.Run {
-	return r.FitSized(maxBytes-page.Reserve, page.Indented(0), func(field string, size int) string {
+	return fitRunIn(r, maxBytes-page.Reserve, page.Indented(0))
+}
+
+// fitRunIn cuts r to room bytes as size measures them (a run in a page
+// of runs --json: one too large for a page on its own).
+func fitRunIn(r *runs.Run, room int, size page.Sizer) *runs.Run {
+	return r.FitSized(room, size, func(field string, size int) string {
 		if need := 2*size + 4*page.Reserve; need <= page.MaxBytes {
 			return fmt.Sprintf("mcp-host runs show %s --json --max-bytes %d prints it whole", r.ID, need)
 		}

@@ -19,14 +19,18 @@ import (
 // the printed form.
 func padding(n int) string { return strings.Repeat("<é", n) }
 
-// seedPages stores 40 runs, 30 sessions, a session of 100 messages and 30
-// automations, each up to a few KiB of JSON.
+// seedPages stores 41 runs, 30 sessions, a session of 101 messages and 30
+// automations, each up to a few KiB of JSON, but for one run and one
+// message of 16 KB.
 func (c *cliWS) seedPages() {
 	c.t.Helper()
 	t0 := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	var rs []*store.Run
-	for i := range 40 {
+	for i := range 41 {
 		in, _ := json.Marshal(map[string]string{"pad": padding(20 + 4*i)})
+		if i == 20 { // 16 KB of JSON: more than the smallest page alone
+			in, _ = json.Marshal(map[string]string{"pad": padding(2000)})
+		}
 		rs = append(rs, &store.Run{ID: fmt.Sprintf("run_%04d", i), Target: "ok", Status: store.RunQueued, Input: in, Literals: json.RawMessage(`{}`), CreatedAt: t0.Add(time.Duration(i) * time.Second)})
 	}
 	c.seedRuns(rs...)
@@ -42,8 +46,11 @@ func (c *cliWS) seedPages() {
 		}
 	}
 	var msgs []*store.Message
-	for i := range 100 {
+	for i := range 101 {
 		parts, _ := json.Marshal([]map[string]string{{"type": "text", "text": padding(20 + i%40)}})
+		if i == 50 { // more than the smallest page alone
+			parts, _ = json.Marshal([]map[string]string{{"type": "text", "text": padding(2000)}})
+		}
 		msgs = append(msgs, &store.Message{ID: fmt.Sprintf("m%04d", i), Role: store.RoleUser, Parts: parts, Metadata: json.RawMessage(`{}`)})
 	}
 	if _, err := st.AppendMessages(ctx, "ses_0000", msgs); err != nil {
@@ -61,7 +68,8 @@ func (c *cliWS) seedPages() {
 
 // TestJSONPagesStayUnderBudget pages through every listing --json prints
 // with the smallest --max-bytes: every page's output is under it, and the
-// pages together hold every item once, in order.
+// pages together hold every item once, in order; the run and the message
+// too large for a page alone come cut, and the pages go on after them.
 func TestJSONPagesStayUnderBudget(t *testing.T) {
 	t.Parallel()
 	c := newCLIWS(t, map[string]string{"ok.yaml": cliFiles(t)["ok.yaml"]})
@@ -73,9 +81,9 @@ func TestJSONPagesStayUnderBudget(t *testing.T) {
 		items string // the JSON field holding the items ("": the output is the list)
 		want  int
 	}{
-		{"runs", []string{"runs", "--limit", "100"}, "runs", 40},
+		{"runs", []string{"runs", "--limit", "100"}, "runs", 41},
 		{"sessions list", []string{"sessions", "list", "--limit", "100"}, "sessions", 30},
-		{"sessions show", []string{"sessions", "show", "ses_0000"}, "messages", 100},
+		{"sessions show", []string{"sessions", "show", "ses_0000"}, "messages", 101},
 		{"automations list", []string{"automations", "list"}, "", 30},
 	} {
 		var ids []string
@@ -145,7 +153,7 @@ func TestJSONPagesStayUnderBudget(t *testing.T) {
 	}
 	// Orders: runs newest first, messages and automations as stored.
 	_, out, _ := c.run("runs", "--json", "--limit", "1")
-	if !strings.Contains(out, "run_0039") {
+	if !strings.Contains(out, "run_0040") {
 		t.Fatalf("runs are not newest first: %s", out)
 	}
 	if code, _, errs := c.run("runs", "--json", "--max-bytes", "100"); code != 2 || !strings.Contains(errs, "--max-bytes 100: use 8192 to 1048576") {

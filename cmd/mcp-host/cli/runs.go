@@ -47,12 +47,15 @@ func (e *env) runsCommand() *cobra.Command {
 			ctx := cmd.Context()
 			return e.withHost(ctx, false, func(re *host.Host) error {
 				if e.json {
-					// A page of the runs that fit in --max-bytes, printed.
-					list, next, err := page.FillSized(limit, room, page.Indented(2), func(n int) ([]*runs.Run, string, error) {
+					// A page of the runs that fit in --max-bytes, printed; a
+					// run too large for a page alone comes cut, as runs show
+					// --json cuts it, and the next page goes on after it.
+					list, next, err := page.FillOrCut(limit, room, page.Indented(2), func(n int) ([]*runs.Run, string, error) {
 						q := p
 						q.Limit = n
 						return re.Runs.List(ctx, q)
-					}, func(r *runs.Run) string { return "run " + r.ID + " (print it with runs show --json)" })
+					}, func(r *runs.Run) string { return "run " + r.ID + " (print it with runs show --json)" },
+						func(r *runs.Run, _ int) *runs.Run { return fitRunIn(r, room, page.Indented(2)) })
 					if err != nil {
 						return flagError(err)
 					}

@@ -207,7 +207,9 @@ func (e *env) printSessionPage(ctx context.Context, m *sessions.Manager, p sessi
 	if room-head < page.MinBytes/2 {
 		return flagError(&page.TooLargeError{What: "session " + sess.ID, Size: head})
 	}
-	msgs, next, err := page.FillSized(p.Limit, room-head, page.Indented(2), func(n int) ([]*store.Message, string, error) {
+	// A message too large for a page alone comes cut, and the next page
+	// goes on after it.
+	msgs, next, err := page.FillOrCut(p.Limit, room-head, page.Indented(2), func(n int) ([]*store.Message, string, error) {
 		q := p
 		q.Limit = n
 		pg, err := m.Read(ctx, q)
@@ -216,7 +218,9 @@ func (e *env) printSessionPage(ctx context.Context, m *sessions.Manager, p sessi
 		}
 		sess = pg.Session
 		return pg.Messages, pg.NextCursor, nil
-	}, func(msg *store.Message) string { return "message " + msg.ID })
+	}, func(msg *store.Message) string { return "message " + msg.ID }, func(msg *store.Message, size int) *store.Message {
+		return sessions.CutMessage(msg, size, "read it whole with mcp-host sessions export "+p.SessionID)
+	})
 	if err != nil {
 		return flagError(err)
 	}
