@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/memory"
@@ -32,7 +33,10 @@ func TestListsAndSessionsStayUnderBudget(t *testing.T) {
 	f := setup(t, fixtureOpts{runs: eng, runStore: runStore})
 	ctx := f.ctx()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	const n, msgs, nRuns = 600, 100, 200
+	// Fewer sessions and a smaller huge message in a local make test (the
+	// race detector makes their JSON ten times slower); both still need
+	// several pages, and the huge message more than the largest budget.
+	n, msgs, nRuns, hugeLen := reexec.Soak(250, 600), 100, 200, reexec.Soak(250_000, 1_000_000)
 	title := strings.Repeat("<", 100)
 	for i := range n {
 		if _, err := f.st.CreateSession(ctx, &store.Session{ID: fmt.Sprintf("ses_%04d", i), Title: title, CreatedAt: now, UpdatedAt: now}); err != nil {
@@ -48,9 +52,9 @@ func TestListsAndSessionsStayUnderBudget(t *testing.T) {
 	if _, err := f.st.AppendMessages(ctx, "ses_0000", batch); err != nil {
 		t.Fatal(err)
 	}
-	// ses_0001: a message of 1 MB that escapes to 6 MB of JSON between
-	// two small ones.
-	huge, _ := json.Marshal(strings.Repeat("<", 1_000_000))
+	// ses_0001: a message of 1 MB (250 KB locally) that escapes to 6 MB
+	// (1.5 MB) of JSON between two small ones.
+	huge, _ := json.Marshal(strings.Repeat("<", hugeLen))
 	small := json.RawMessage(`[{"type":"text","text":"small"}]`)
 	if _, err := f.st.AppendMessages(ctx, "ses_0001", []*store.Message{
 		{ID: "msg_a", Role: "user", CreatedAt: now, Parts: small, Metadata: json.RawMessage(`{}`)},

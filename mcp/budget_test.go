@@ -31,10 +31,15 @@ func bigLineBytes() int {
 }
 
 // hugeOutputBytes is what the huge run prints in lines of 1000 bytes:
-// more than the journal's default cap of 16 MiB, so that its journal is
-// the capped head, a truncated record and the tail, as the journal of
-// issue 15's step printing 300 MB (which it prints under CAIRN_SOAK).
-func hugeOutputBytes() int { return reexec.Soak(24_000_000, 300_000_000) }
+// more than the journal's cap (journalRunCap), so that its journal is the
+// capped head, a truncated record and the tail, as the journal of issue
+// 15's step printing 300 MB (which it prints under CAIRN_SOAK).
+func hugeOutputBytes() int { return reexec.Soak(3_000_000, 300_000_000) }
+
+// journalRunCap is the engine's journal cap in these tests: the default
+// 16 MiB under CAIRN_SOAK, 2 MiB in a local make test (paging through 16
+// MiB of JSON under the race detector takes longer than its budget).
+func journalRunCap() int64 { return int64(reexec.Soak(2<<20, runs.DefaultJournalRunCap)) }
 
 // outputScripts print one long line, more than the journal's cap, and
 // lines full of characters that JSON escapes (6 bytes for '<'), so pieces
@@ -69,7 +74,7 @@ func TestReadRunOutputPagesStayUnderBudget(t *testing.T) {
 		}
 	}
 	st := memory.New()
-	eng, err := runs.New(runs.Options{Store: st, Workspace: ws})
+	eng, err := runs.New(runs.Options{Store: st, Workspace: ws, JournalRunCap: journalRunCap()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +147,8 @@ func checkCappedJournal(t *testing.T, root, runID string, got []runs.Record) {
 			last = r.Text
 		}
 	}
-	if size == 0 || size > runs.DefaultJournalRunCap+4<<10 || !truncated || last != "LAST-LINE" {
-		t.Fatalf("huge run: journal of %d bytes (cap %d), truncated record %v, last line %q", size, runs.DefaultJournalRunCap, truncated, last)
+	if size == 0 || size > journalRunCap()+4<<10 || !truncated || last != "LAST-LINE" {
+		t.Fatalf("huge run: journal of %d bytes (cap %d), truncated record %v, last line %q", size, journalRunCap(), truncated, last)
 	}
 }
 
@@ -238,7 +243,7 @@ func journalRecords(t *testing.T, root, runID string) []runs.Record {
 }
 
 // TestListAutomationsPagesStayUnderBudget lists 10,000 automations page
-// by page (2,000 under the race detector unless CAIRN_SOAK is set: 54 s
+// by page (1,000 under the race detector unless CAIRN_SOAK is set: 54 s
 // at 10,000 under it, as the memory store sorts every automation for each
 // page's keyset query): every reply is under its budget and the pages
 // hold each automation once, in order.
@@ -247,7 +252,7 @@ func TestListAutomationsPagesStayUnderBudget(t *testing.T) {
 	f := setup(t, fixtureOpts{})
 	n := 10000
 	if raceEnabled && os.Getenv("CAIRN_SOAK") == "" {
-		n = 2000
+		n = 1000
 	}
 	in := json.RawMessage(`{"note":"` + strings.Repeat("<x>", 100) + `"}`)
 	for i := range n {

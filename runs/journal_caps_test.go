@@ -103,11 +103,11 @@ func TestJournalCutsLinesAndKeepsHeadAndTail(t *testing.T) {
 	}
 }
 
-// TestJournalCapOnHugeOutput prints 100 MB (300 MB under CAIRN_SOAK) in
+// TestJournalCapOnHugeOutput prints 40 MB (300 MB under CAIRN_SOAK) in
 // lines of 1000 bytes, and a 5 MB line, with the default caps.
 func TestJournalCapOnHugeOutput(t *testing.T) {
 	t.Parallel()
-	total := reexec.Soak(100_000_000, 300_000_000)
+	total := reexec.Soak(40_000_000, 300_000_000)
 	te := setup(t, map[string]string{"huge.yaml": fmt.Sprintf(`
 steps:
   - id: huge

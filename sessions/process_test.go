@@ -62,13 +62,13 @@ func (c *child) expect(t *testing.T, word string) string {
 	return strings.TrimSpace(line)
 }
 
-// TestAppendFromManyProcesses: 8 processes append 250 messages each (500
+// TestAppendFromManyProcesses: 8 processes append 120 messages each (500
 // under CAIRN_SOAK), one per call, to one session at once: every message
 // lands exactly once and each process's messages keep their order.
 func TestAppendFromManyProcesses(t *testing.T) {
 	t.Parallel()
 	const procs = 8
-	each := reexec.Soak(250, 500)
+	each := reexec.Soak(120, 500)
 	ctx := context.Background()
 	f := setup(t, sessions.Options{})
 	m, db := f.m, f.db

@@ -563,3 +563,23 @@ func TestLongPollsDoNotBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestRunLogSeesOtherProcess: a client that set logging/setLevel info is
+// told of a run another process (the CLI) launched and executed: the run
+// log is fed by the store's change feed, not only by this serve's engine.
+func TestRunLogSeesOtherProcess(t *testing.T) {
+	t.Parallel()
+	e, s, _ := serveTools(t, "log reader")
+	if m, err := s.client.Call(ctx(t), "logging/setLevel", map[string]any{"level": "info"}); err != nil || m.Error != nil {
+		t.Fatalf("logging/setLevel: %v %s", err, m.Raw)
+	}
+	if out, err := e.command("run", "hello"); err != nil {
+		t.Fatalf("mcp-host run hello: %v\n%s", err, out)
+	}
+	if _, err := s.client.WaitFor(ctx(t), func(m mcptest.Message) bool {
+		return m.Method == "notifications/message" && bytes.Contains(m.Params, []byte(`"cairn.runs"`)) &&
+			bytes.Contains(m.Params, []byte(`"target":"hello"`)) && bytes.Contains(m.Params, []byte(`"status":"succeeded"`))
+	}); err != nil {
+		t.Fatalf("no run log message for the CLI's run: %v", err)
+	}
+}
