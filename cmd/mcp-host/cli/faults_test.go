@@ -369,6 +369,17 @@ steps:
 			t.Logf("worker log:\n%s", stderr.String())
 		}
 	})
+	// The worker must hold its duty before the detach, or the detach
+	// starts a worker of its own (logging to worker.log, not here).
+	c.waitFor("the worker to open the store", func() bool {
+		_, err := os.Stat(c.ws.DBPath())
+		return err == nil
+	})
+	view := openReadOnly(t, c)
+	c.waitFor("the worker to take the worker duty", func() bool {
+		d := c.dutyDoer(view, "worker")
+		return d.Done() && d.Doer == worker.Cmd.Process.Pid
+	})
 	id := c.detach("fill")
 	c.waitFor("the step to fill the disk", func() bool { _, err := os.Stat(filepath.Join(c.root, "filled")); return err == nil })
 	c.touch(t, "go")
@@ -378,7 +389,6 @@ steps:
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
 	}
-	view := openReadOnly(t, c)
 	var r *store.Run
 	c.waitFor("the run to settle", func() bool {
 		r, err = view.GetRun(context.Background(), id)
