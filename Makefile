@@ -21,13 +21,19 @@ lint:
 # -race turns on checkptr everywhere; in modernc.org's SQLite (C translated
 # to Go, unsafe by design) it checks nothing of ours and makes every
 # statement prepare several times slower, so it is off there only.
+# Three test binaries at a time on two cores: many tests wait on real
+# processes and real time, so two would leave a core idle.
 gotest:
-	$(GO) test -race -gcflags='modernc.org/...=-d=checkptr=0' ./...
+	$(GO) test -p 3 -race -gcflags='modernc.org/...=-d=checkptr=0' ./...
 
+# npm ci reinstalls from package-lock.json only when it changed since the
+# last install (node_modules/.cairn-installed is its copy).
 e2e: build e2e-gosdk
 	@if [ -d e2e ]; then \
 	  command -v node >/dev/null || { echo "node is required for the end-to-end tests (install Node.js 20+)"; exit 1; }; \
-	  cd e2e && npm ci --no-audit --no-fund && MCP_HOST_BIN=$(BIN) npm test; \
+	  cd e2e && { cmp -s package-lock.json node_modules/.cairn-installed || \
+	    { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.cairn-installed; }; } && \
+	  MCP_HOST_BIN=$(BIN) npm test; \
 	fi
 
 # The official Go SDK client at every offered protocol version, over stdio
