@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/atomicfile"
@@ -146,7 +147,13 @@ func (w *Workspace) Touch(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(p, append(b, '\n'), 0o600)
+	if err := atomicfile.WriteFile(p, append(b, '\n'), 0o600); err != nil {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return fmt.Errorf("state disk full: free space on %s, then try again: %w", w.StateDir, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // ReadInfo reads a state folder's workspace.json.

@@ -48,8 +48,17 @@ type LowError struct {
 }
 
 func (e *LowError) Error() string {
-	return fmt.Sprintf("the state disk has %d MB free (under %d MB, at %s); free space or move the state folder, then try again (new runs and fires are refused, running steps go on)",
-		e.Free>>20, e.Threshold>>20, e.Path)
+	return fmt.Sprintf("the state disk has %s free (under %s, at %s); free space or move the state folder, then try again (new runs and fires are refused, running steps go on)",
+		size(e.Free), size(e.Threshold), e.Path)
+}
+
+// size is n bytes in MB, or in KB under a megabyte (a small disk's
+// threshold would read "0 MB").
+func size(n uint64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d MB", n>>20)
 }
 
 func (e *LowError) Unwrap() error { return ErrLow }

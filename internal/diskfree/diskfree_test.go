@@ -22,6 +22,7 @@ func TestGuard(t *testing.T) {
 		"big disk, 1% free is enough": {g: Guard{Measure: space(300*mb, 100_000*mb)}},
 		"small disk, over 1%":         {g: Guard{Measure: space(20*mb, 1000*mb)}},
 		"small disk, under 1%":        {g: Guard{Measure: space(5*mb, 1000*mb)}, refused: true},
+		"tiny disk":                   {g: Guard{Measure: space(10<<10, 4000<<10)}, refused: true},
 		"own threshold":               {g: Guard{MinFree: 500 * mb, Measure: space(400*mb, 100_000*mb)}, refused: true},
 		"own percent, under":          {g: Guard{MinFreePercent: 5, Measure: space(4_000*mb, 100_000*mb)}, refused: true},
 		"own percent, over":           {g: Guard{MinFreePercent: 0.5, Measure: space(600*mb, 100_000*mb)}},
@@ -40,8 +41,11 @@ func TestGuard(t *testing.T) {
 			if c.refused != (err != nil) {
 				t.Fatalf("Check() = %v, refused want %v", err, c.refused)
 			}
-			if err != nil && (!errors.Is(err, ErrLow) || !strings.Contains(err.Error(), "MB free")) {
+			if err != nil && (!errors.Is(err, ErrLow) || !strings.Contains(err.Error(), "B free")) {
 				t.Errorf("err = %v, want ErrLow naming the free MB", err)
+			}
+			if name == "tiny disk" && (err == nil || !strings.Contains(err.Error(), "has 10 KB free (under 40 KB,")) {
+				t.Errorf("err = %v, want it in KB", err)
 			}
 		})
 	}
