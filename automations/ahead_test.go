@@ -1,15 +1,14 @@
 package automations
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/syncbuf"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -245,7 +244,7 @@ func TestLeaderFiresPreparedSlotOnItsTimer(t *testing.T) {
 func TestPreparedSlotLogsEachFire(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	vt := &versionedTargets{stubTargets: e.targets}
 	e.sched = New(Config{Store: e.store, LocksDir: e.svc.LocksDir, Targets: vt, Workspace: e.dir, Clock: e.clock, Runs: e.runs,
 		Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
@@ -265,22 +264,4 @@ func TestPreparedSlotLogsEachFire(t *testing.T) {
 			t.Fatalf("log lacks %q:\n%s", want, log)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

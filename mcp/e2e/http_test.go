@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/syncbuf"
 )
 
 // httpServer is a running `mcp-host serve --http`.
@@ -23,7 +25,7 @@ type httpServer struct {
 	cmd    *exec.Cmd
 	url    string
 	token  string // the token it printed, if it made one
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 var (
@@ -37,7 +39,7 @@ func (e *env) serveHTTP(extra ...string) *httpServer {
 	e.t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--http", "127.0.0.1:0"}, extra...)...)
 	cmd.Dir, cmd.Env = e.root, e.environ()
-	s := &httpServer{cmd: cmd, stderr: &syncBuffer{}}
+	s := &httpServer{cmd: cmd, stderr: &syncbuf.Buffer{}}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(s.stderr, pw)
 	if err := cmd.Start(); err != nil {

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/cairnhq/cairn/internal/syncbuf"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/mcp/mcptest"
 	"github.com/cairnhq/cairn/workspace"
@@ -151,25 +150,8 @@ type server struct {
 	cmd    *exec.Cmd
 	client *mcptest.Client
 	stdin  io.WriteCloser
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	done   chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // serve starts `mcp-host serve` and initializes a session.
@@ -185,7 +167,7 @@ func (e *env) serve(clientName string, extra ...string) *server {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s := &server{t: e.t, cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	s := &server{t: e.t, cmd: cmd, stdin: stdin, stderr: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)

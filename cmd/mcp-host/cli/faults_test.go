@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,40 +8,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/reexec"
 	"github.com/cairnhq/cairn/internal/stuckwriter"
+	"github.com/cairnhq/cairn/internal/syncbuf"
 	"github.com/cairnhq/cairn/internal/tmpfs"
 	"github.com/cairnhq/cairn/locks"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/workspace"
 )
 
-// syncBuffer is a child's stderr, read while it writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startMCPHost starts this test binary as a real mcp-host child process
 // in c's workspace.
-func (c *cliWS) startMCPHost(stderr *syncBuffer, args ...string) *reexec.Child {
+func (c *cliWS) startMCPHost(stderr *syncbuf.Buffer, args ...string) *reexec.Child {
 	c.t.Helper()
 	return reexec.Start(c.t, reexec.Params{
 		Args:   append([]string{"--state", c.state, "--workspace", c.root, "--log-level", "info"}, args...),
@@ -119,7 +100,7 @@ steps:
 	if code, _, errs := c.run("automations", "create", "--key", "tick", "--target", "tick", "--every", "1s", "--overlap", "allow"); code != 0 {
 		t.Fatalf("automations create: exit %d %s", code, errs)
 	}
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	worker := c.startMCPHost(&stderr, "worker", "--idle", "0")
 	pid := worker.Cmd.Process.Pid
 	t.Cleanup(func() {
@@ -234,7 +215,7 @@ steps:
 func TestServeEndsWhenStateFolderDeleted(t *testing.T) {
 	t.Parallel()
 	c := newCLIWS(t, nil)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	serve := c.startMCPHost(&stderr, "serve")
 	send := func(line string) { serve.Say(t, line) }
 	reply := func() map[string]any {
@@ -362,7 +343,7 @@ steps:
 		t.Fatal(err)
 	}
 	c.ws = ws
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	worker := c.startMCPHost(&stderr, "worker", "--idle", "0")
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/pgtest"
+	"github.com/cairnhq/cairn/internal/syncbuf"
 )
 
 // machine is a workspace folder and state root standing for one machine
@@ -137,7 +138,7 @@ func TestWatchFromAnotherMachine(t *testing.T) {
 			t.Fatalf("machine b never saw the run; machine a: %s", runErr.String())
 		}
 	}
-	var watchOut, watchErr syncBuffer
+	var watchOut, watchErr syncbuf.Buffer
 	watch := b.command("watch", id)
 	watch.Stdout, watch.Stderr = &watchOut, &watchErr
 	if err := watch.Start(); err != nil {
