@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultCap is the size at which a log file rotates (10 MiB).
@@ -19,6 +21,10 @@ const DefaultCap = 10 << 20
 type File struct {
 	path string
 	cap  int64
+	// follow is a descriptor (the process's stderr) that points at the
+	// log: each rotation points it at the new file too, so that what is
+	// written to it unstructured (a panic) lands in the current log.
+	follow *os.File
 
 	mu   sync.Mutex
 	f    *os.File
@@ -70,6 +76,14 @@ func (l *File) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Follow makes each rotation point f (the process's stderr, when it is
+// this log) at the new file as well.
+func (l *File) Follow(f *os.File) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.follow = f
+}
+
 // rotate renames the file to path.1 and opens a new one.
 func (l *File) rotate() error {
 	if err := l.f.Close(); err != nil {
@@ -79,7 +93,15 @@ func (l *File) rotate() error {
 	if err := os.Rename(l.path, l.path+".1"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("rotate log %s: %w", l.path, err)
 	}
-	return l.open()
+	if err := l.open(); err != nil {
+		return err
+	}
+	if l.follow != nil {
+		if err := unix.Dup2(int(l.f.Fd()), int(l.follow.Fd())); err != nil {
+			return fmt.Errorf("rotate log %s: point stderr at it: %w", l.path, err)
+		}
+	}
+	return nil
 }
 
 // Close closes the file.

@@ -58,3 +58,35 @@ func TestSame(t *testing.T) {
 		t.Fatal("Same is wrong")
 	}
 }
+
+// TestFollowedStderrMovesWithTheRotation: a descriptor that pointed at
+// the log (a background worker's stderr) points at the new file after a
+// rotation, not at the renamed one.
+func TestFollowedStderrMovesWithTheRotation(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "worker.log")
+	l, err := Open(path, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stderr, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	l.Follow(stderr)
+	for range 3 {
+		if _, err := l.Write([]byte(strings.Repeat("x", 39) + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := stderr.WriteString("panic: after the rotation\n"); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := os.ReadFile(path)
+	old, _ := os.ReadFile(path + ".1")
+	if !strings.HasSuffix(string(cur), "panic: after the rotation\n") || strings.Contains(string(old), "panic") {
+		t.Fatalf("worker.log %q, worker.log.1 %q", cur, old)
+	}
+}

@@ -31,6 +31,8 @@ func (e *env) useWorkerLog() (func(), error) {
 	var h slog.Handler = file
 	if out, ok := e.stdio.Err.(*os.File); !ok || !logfile.Same(out, ws.LogPath()) {
 		h = slog.NewMultiHandler(file, slog.NewTextHandler(e.stdio.Err, &slog.HandlerOptions{Level: level}))
+	} else {
+		f.Follow(out) // a panic after a rotation lands in the current log
 	}
 	e.log = slog.New(h)
 	return func() { f.Close() }, nil
