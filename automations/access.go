@@ -1,8 +1,10 @@
 package automations
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cairnhq/cairn/access"
@@ -152,4 +154,27 @@ func (s *Service) Reject(ctx context.Context, ref string) (*store.Automation, er
 		return nil, fmt.Errorf("reject automation %s: it is not waiting for approval (delete it instead)", a.Key)
 	}
 	return s.Delete(ctx, DeleteParams{Ref: a.ID, Revision: a.Revision})
+}
+
+// keepWithinLimit undoes the create of a when it took its owner past
+// limit: creates at the same moment (other processes, other machines)
+// each counted the automations before inserting, so each looks again
+// after. The owner's first limit automations, by creation time then id,
+// stay; a later one is deleted and refused.
+func (s *Service) keepWithinLimit(ctx context.Context, a *store.Automation, limit int) error {
+	list, err := s.Store.ListAutomations(ctx, store.AutomationFilter{Owner: a.Owner})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(list, func(x, y *store.Automation) int {
+		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.ID, y.ID))
+	})
+	rank := slices.IndexFunc(list, func(x *store.Automation) bool { return x.ID == a.ID })
+	if rank < limit {
+		return nil
+	}
+	if err := s.Store.DeleteAutomation(ctx, a.ID, 0); err != nil {
+		return fmt.Errorf("undo a create past %s: %w", access.KeyMaxAutomations, err)
+	}
+	return &access.RefusedError{Key: access.KeyMaxAutomations, Reason: fmt.Sprintf("%s owns %d automations, the most allowed", a.Owner, limit)}
 }

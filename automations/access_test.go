@@ -1,6 +1,7 @@
 package automations
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn/access"
 	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/memory"
 )
 
 func refusal(err error) string {
@@ -154,5 +156,49 @@ func TestAgentsAutomationFiresOnlyTargetsThePolicyAllows(t *testing.T) {
 	e.advanceTo(t0.Add(2 * time.Hour))
 	if a := e.get(agents.ID); a.Enabled || !strings.Contains(a.Note, access.KeyLaunch) {
 		t.Fatalf("after two refused fires: enabled %t, note %q; want it paused, naming %s", a.Enabled, a.Note, access.KeyLaunch)
+	}
+}
+
+// racingStore is a store in which another create of the same owner
+// commits between a create's count and its insert, as two agents'
+// creates at once on two processes do.
+type racingStore struct {
+	store.Store
+	rival *store.Automation
+}
+
+func (r *racingStore) CreateAutomation(ctx context.Context, a *store.Automation) error {
+	if rival := r.rival; rival != nil {
+		r.rival = nil
+		if err := r.Store.CreateAutomation(ctx, rival); err != nil {
+			return err
+		}
+	}
+	return r.Store.CreateAutomation(ctx, a)
+}
+
+// TestMaxAutomationsHoldsUnderRacingCreates: an agent at its limit but
+// one, whose two creates both counted before either inserted, keeps one
+// of them: the later is deleted and refused naming the key.
+func TestMaxAutomationsHoldsUnderRacingCreates(t *testing.T) {
+	t.Parallel()
+	st := &racingStore{Store: memory.New()}
+	t.Cleanup(func() { st.Close() })
+	e := setupStore(t, st)
+	e.svc.Policy = &access.Policy{MaxAutomations: 2}
+	b := access.Agent("b")
+	if _, err := e.svc.Create(e.ctx, CreateParams{By: b, Spec: Spec{Key: "b1", Target: "hello", Every: "1h"}}); err != nil {
+		t.Fatal(err)
+	}
+	st.rival = &store.Automation{ID: "aut_rival", Key: "rival", Owner: string(b), Target: "hello", Input: []byte(`{}`),
+		Trigger: store.AutomationTrigger{Kind: store.TriggerInterval, Every: "1h"}, Enabled: true, CreatedAt: e.clock.Now(), UpdatedAt: e.clock.Now()}
+	e.clock.Advance(time.Second)
+	_, err := e.svc.Create(e.ctx, CreateParams{By: b, Spec: Spec{Key: "b2", Target: "hello", Every: "1h"}})
+	if refusal(err) != access.KeyMaxAutomations {
+		t.Fatalf("the create that went past max_automations: %v", err)
+	}
+	list, err := e.store.ListAutomations(e.ctx, store.AutomationFilter{Owner: string(b)})
+	if err != nil || len(list) != 2 || list[0].Key != "b1" || list[1].Key != "rival" {
+		t.Fatalf("owner's automations after the race: %d %v", len(list), err)
 	}
 }

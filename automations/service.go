@@ -80,7 +80,11 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (CreateResult, err
 	if err := s.admit(ctx, p.By, a); err != nil {
 		return CreateResult{}, fmt.Errorf("create automation %s: %w", text.Shorten(p.Spec.Key, maxShown), err)
 	}
-	return s.insert(ctx, a)
+	limit := 0
+	if p.By.IsAgent() && s.Policy != nil {
+		limit = s.Policy.MaxAutomations
+	}
+	return s.insert(ctx, a, limit)
 }
 
 // check normalizes a spec and checks that its target accepts its input.
@@ -113,7 +117,9 @@ func (s *Service) build(ctx context.Context, owner string, sp Spec) (*store.Auto
 	return a, nil
 }
 
-func (s *Service) insert(ctx context.Context, a *store.Automation) (CreateResult, error) {
+// insert stores a; limit > 0 is how many automations its owner may have
+// (agents.max_automations).
+func (s *Service) insert(ctx context.Context, a *store.Automation, limit int) (CreateResult, error) {
 	err := s.Store.CreateAutomation(ctx, a)
 	var ex *store.AutomationExistsError
 	switch {
@@ -125,6 +131,11 @@ func (s *Service) insert(ctx context.Context, a *store.Automation) (CreateResult
 		return CreateResult{Automation: ex.Existing}, nil
 	case err != nil:
 		return CreateResult{}, fmt.Errorf("create automation %s: %w", a.Key, err)
+	}
+	if limit > 0 {
+		if err := s.keepWithinLimit(ctx, a, limit); err != nil {
+			return CreateResult{}, fmt.Errorf("create automation %s: %w", text.Shorten(a.Key, maxShown), err)
+		}
 	}
 	s.notify()
 	return CreateResult{Automation: a, Created: true}, nil
