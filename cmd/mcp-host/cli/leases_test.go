@@ -241,25 +241,7 @@ func TestLeasesDutiesMoveFromAStoppedHolderAndStatusListsPeers(t *testing.T) {
 		t.Fatalf("status does not list both peers (%d, %d): exit %d\n%s", a.pid(), b.pid(), code, out)
 	}
 
-	// Stop it outside a write: a writer stopped inside its transaction
-	// holds SQLite's write lock, a fault of its own (issue 12), not this.
-	probe, err := sqlite.Open(context.Background(), c.ws.DBPath(), sqlite.Options{WriteWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close()
-	t.Cleanup(func() { _ = a.Cmd.Process.Signal(syscall.SIGCONT) })
-	for attempt := 0; ; attempt++ {
-		a.signal(t, syscall.SIGSTOP)
-		within(t, 5*time.Second, "the worker is stopped", func() bool { return locks.Stopped(a.pid()) })
-		if probe.RemovePeer(context.Background(), "peer_probe") == nil {
-			break
-		}
-		if attempt == 50 {
-			t.Fatal("the worker was always stopped inside a write")
-		}
-		a.signal(t, syscall.SIGCONT)
-	}
+	a.stopOutsideAWrite(t, c.ws.DBPath())
 	stopped := time.Now()
 	w := c.startPeer("worker", "--idle", "0")
 	bound := 10 * time.Second
@@ -306,23 +288,7 @@ func TestLeasesCancelReachesTheStepOfAFrozenOwner(t *testing.T) {
 	var step int
 	within(t, 30*time.Second, "the step starts", func() bool { step = processWithEnv("CAIRN_RUN_ID=" + id); return step != 0 })
 	t.Cleanup(func() { _ = syscall.Kill(step, syscall.SIGKILL) })
-	probe, err := sqlite.Open(context.Background(), c.ws.DBPath(), sqlite.Options{WriteWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close()
-	t.Cleanup(func() { _ = a.Cmd.Process.Signal(syscall.SIGCONT) })
-	for attempt := 0; ; attempt++ {
-		a.signal(t, syscall.SIGSTOP)
-		within(t, 5*time.Second, "the worker is stopped", func() bool { return locks.Stopped(a.pid()) })
-		if probe.RemovePeer(context.Background(), "peer_probe") == nil {
-			break
-		}
-		if attempt == 50 {
-			t.Fatal("the worker was always stopped inside a write")
-		}
-		a.signal(t, syscall.SIGCONT)
-	}
+	a.stopOutsideAWrite(t, c.ws.DBPath())
 	if code, out, errs := c.run("cancel", "--wait", "0", id); code != 0 {
 		t.Fatalf("cancel: exit %d %s %s", code, out, errs)
 	}

@@ -40,6 +40,32 @@ func (p *peer) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
+// stopOutsideAWrite SIGSTOPs p at a moment it holds no write of the
+// database at dbPath: a writer stopped inside its transaction holds
+// SQLite's write lock, a fault of its own (issue 12), not the frozen
+// holder a test means. A probe write tells; p is woken and stopped again
+// until one goes through.
+func (p *peer) stopOutsideAWrite(t *testing.T, dbPath string) {
+	t.Helper()
+	probe, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{WriteWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	t.Cleanup(func() { _ = p.Cmd.Process.Signal(syscall.SIGCONT) })
+	for attempt := 0; ; attempt++ {
+		p.signal(t, syscall.SIGSTOP)
+		within(t, 5*time.Second, "the peer is stopped", func() bool { return locks.Stopped(p.pid()) })
+		if probe.RemovePeer(context.Background(), "peer_probe") == nil {
+			return
+		}
+		if attempt == 50 {
+			t.Fatal("the peer was always stopped inside a write")
+		}
+		p.signal(t, syscall.SIGCONT)
+	}
+}
+
 // startPeer starts `mcp-host <args>` for the workspace; its stdin stays
 // open (serve serves it) until the test ends, when it is killed.
 func (c *cliWS) startPeer(args ...string) *peer {
@@ -234,25 +260,8 @@ func TestStoppedWorkerIsReplaced(t *testing.T) {
 	st := openReadOnly(t, c)
 	within(t, 30*time.Second, "the worker holds the worker lease", func() bool { return c.dutyDoer(st, "worker").Doer == w.pid() })
 
-	// Stop it outside a write: a writer stopped inside its transaction
-	// holds SQLite's write lock, a fault of its own (issue 12), not this;
-	// a worker that just started writes often (its peer registration too).
-	probe, err := sqlite.Open(context.Background(), c.ws.DBPath(), sqlite.Options{WriteWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close()
-	for attempt := 0; ; attempt++ {
-		w.signal(t, syscall.SIGSTOP)
-		within(t, 5*time.Second, "the worker is stopped", func() bool { return locks.Stopped(w.pid()) })
-		if probe.RemovePeer(context.Background(), "peer_probe") == nil {
-			break
-		}
-		if attempt == 50 {
-			t.Fatal("the worker was always stopped inside a write")
-		}
-		w.signal(t, syscall.SIGCONT)
-	}
+	// A worker that just started writes often (its peer registration too).
+	w.stopOutsideAWrite(t, c.ws.DBPath())
 	start := time.Now()
 	code, out, errs := c.run("run", "ok", "--detach")
 	id := strings.TrimSpace(out)
