@@ -2,10 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/notify"
+	"github.com/cairnhq/cairn/notify/notifytest"
 	"github.com/cairnhq/cairn/runs"
 	"github.com/cairnhq/cairn/store"
 )
@@ -22,18 +19,9 @@ import (
 // answered, the run goes on and succeeds with no further event.
 func TestWaitingRunNotifiesTheWebhookOnce(t *testing.T) {
 	t.Parallel()
-	got := make(chan notify.Document, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var d notify.Document
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err := json.Unmarshal(b, &d); err != nil || r.Header.Get("Idempotency-Key") != d.ID+"/webhook" {
-			http.Error(w, "bad document", http.StatusBadRequest)
-			return
-		}
-		got <- d
-	}))
-	defer srv.Close()
-	cfg := setup(t, "notify:\n  webhook: {url: \""+srv.URL+"/hook\"}\n")
+	hook := notifytest.NewWebhook(t)
+	got := hook.Got
+	cfg := setup(t, "notify:\n  webhook: {url: \""+hook.URL+"\"}\n")
 	cfg.Write = true
 	ask := "name: deploy\nsteps:\n  - id: confirm\n    ask: \"Deploy to production?\"\n  - id: go\n    exec: [\"true\"]\n"
 	if err := os.WriteFile(filepath.Join(cfg.Workspace, ".cairn", "workflows", "deploy.yaml"), []byte(ask), 0o600); err != nil {

@@ -2,19 +2,15 @@ package host
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn/automations"
 	"github.com/cairnhq/cairn/notify"
+	"github.com/cairnhq/cairn/notify/notifytest"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -23,20 +19,9 @@ import (
 // in automations), and the webhook receives the paused event once.
 func TestRepeatedFailuresPauseAndNotifyTheWebhook(t *testing.T) {
 	t.Parallel()
-	var hits atomic.Int64
-	got := make(chan notify.Document, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var d notify.Document
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err := json.Unmarshal(b, &d); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		hits.Add(1)
-		got <- d
-	}))
-	defer srv.Close()
-	cfg := setup(t, "automations:\n  pause_after_failures: 1\nnotify:\n  events: [paused]\n  webhook: {url: \""+srv.URL+"/hook\"}\n")
+	hook := notifytest.NewWebhook(t)
+	got := hook.Got
+	cfg := setup(t, "automations:\n  pause_after_failures: 1\nnotify:\n  events: [paused]\n  webhook: {url: \""+hook.URL+"\"}\n")
 	cfg.Write = true
 	addFailingWorkflow(t, cfg)
 	h := open(t, cfg)
@@ -89,7 +74,7 @@ func TestRepeatedFailuresPauseAndNotifyTheWebhook(t *testing.T) {
 		}
 	}
 	h.Stop()
-	if n := hits.Load(); n != 1 {
+	if n := hook.Hits(); n != 1 {
 		t.Fatalf("webhook hit %d times, want 1", n)
 	}
 }

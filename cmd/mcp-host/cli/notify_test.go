@@ -2,10 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/notify"
+	"github.com/cairnhq/cairn/notify/notifytest"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -21,22 +18,13 @@ import (
 // run waits on it and the failure before the command exits, each once.
 func TestForegroundRunNotifies(t *testing.T) {
 	t.Parallel()
-	got := make(chan notify.Document, 8)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var d notify.Document
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err := json.Unmarshal(b, &d); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		got <- d
-	}))
-	defer srv.Close()
+	hook := notifytest.NewWebhook(t)
+	got := hook.Got
 	c := newCLIWS(t, map[string]string{
 		"fails.yaml":  "steps:\n  - id: f\n    exec: [\"false\"]\n",
 		"deploy.yaml": "steps:\n  - id: confirm\n    ask: \"Deploy?\"\n  - id: go\n    exec: [\"true\"]\n",
 	})
-	if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte("notify:\n  webhook: {url: \""+srv.URL+"/hook\"}\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte("notify:\n  webhook: {url: \""+hook.URL+"\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
