@@ -78,17 +78,7 @@ steps:
   - id: mark
     shell: 'echo "$CAIRN_RUN_ID" >> ticks.txt'
 `})
-	if mode == "leases" {
-		if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte(leaseYAML), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.state = filepath.Join(disk, "state")
-	ws, err := workspace.Resolve(c.root, c.root, c.state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ws = ws
+	c.onDisk(disk, mode)
 	ticks := func() []string {
 		b, _ := os.ReadFile(filepath.Join(c.root, "ticks.txt"))
 		return strings.Fields(string(b))
@@ -318,6 +308,23 @@ func TestStepEndingOnAFullDiskKeepsItsResult(t *testing.T) {
 	}
 }
 
+// onDisk puts c's state folder on disk, in coordination mode ("locks",
+// the default, or "leases").
+func (c *cliWS) onDisk(disk, mode string) {
+	c.t.Helper()
+	if mode == "leases" {
+		if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte(leaseYAML), 0o600); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.state = filepath.Join(disk, "state")
+	ws, err := workspace.Resolve(c.root, c.root, c.state)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.ws = ws
+}
+
 func stepEndingOnAFullDisk(t *testing.T, mode string) {
 	disk := tmpfs.Mount(t, "4m")
 	fill := filepath.Join(disk, "fill")
@@ -332,17 +339,7 @@ steps:
   - id: after
     shell: 'echo after >> ran.txt'
 `})
-	if mode == "leases" {
-		if err := os.WriteFile(filepath.Join(c.root, ".cairn", "config.yaml"), []byte(leaseYAML), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.state = filepath.Join(disk, "state")
-	ws, err := workspace.Resolve(c.root, c.root, c.state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ws = ws
+	c.onDisk(disk, mode)
 	var stderr syncbuf.Buffer
 	worker := c.startMCPHost(&stderr, "worker", "--idle", "0")
 	t.Cleanup(func() {
@@ -370,7 +367,10 @@ steps:
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
 	}
-	var r *store.Run
+	var (
+		r   *store.Run
+		err error
+	)
 	c.waitFor("the run to settle", func() bool {
 		r, err = view.GetRun(context.Background(), id)
 		return err == nil && (r.Status == store.RunSucceeded || r.Status == store.RunFailed || r.Status == store.RunWaiting || r.Status == store.RunCancelled)
