@@ -40,7 +40,7 @@ func Summaries(ctx context.Context, s store.AutomationStore, now time.Time) ([]S
 	out := make([]Summary, 0, len(list))
 	for _, a := range list {
 		sum := Summarize(a, now)
-		LastRunStatus(ctx, s, a, &sum)
+		sum.LastStatus = LastStatus(ctx, s, a)
 		out = append(out, sum)
 	}
 	return out, nil
@@ -51,23 +51,23 @@ type runGetter interface {
 	GetRun(ctx context.Context, id string) (*store.Run, error)
 }
 
-// LastRunStatus sets sum.LastStatus from a's last run when the recorded
-// status is queued, the one a fire writes: the scheduler records a run's
-// outcome when it next looks, so until then (for good, when the process
-// that fired it stopped) the record says queued of a run that runs, waits
-// or has ended. One run read per such automation; a run that cannot be
-// read (or a store without runs) leaves the recorded status.
-func LastRunStatus(ctx context.Context, s any, a *store.Automation, sum *Summary) {
-	if sum.LastStatus != string(store.RunQueued) || a.State.LastRunID == "" {
-		return
+// LastStatus is the status of a's last run: the recorded one, except
+// that a recorded queued (what a fire writes) is read from the run
+// itself: the scheduler records a run's outcome when it next looks, so
+// until then (for good, when the process that fired it stopped) the
+// record says queued of a run that runs, waits or has ended. One run read
+// per such automation; a run that cannot be read (or s without runs)
+// leaves the recorded status.
+func LastStatus(ctx context.Context, s any, a *store.Automation) string {
+	if a.State.LastStatus != string(store.RunQueued) || a.State.LastRunID == "" {
+		return a.State.LastStatus
 	}
-	g, ok := s.(runGetter)
-	if !ok {
-		return
+	if g, ok := s.(runGetter); ok {
+		if r, err := g.GetRun(ctx, a.State.LastRunID); err == nil {
+			return string(r.Status)
+		}
 	}
-	if r, err := g.GetRun(ctx, a.State.LastRunID); err == nil {
-		sum.LastStatus = string(r.Status)
-	}
+	return a.State.LastStatus
 }
 
 // Summarize makes a's Summary at now: its next due time computed at once

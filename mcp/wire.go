@@ -189,15 +189,12 @@ func nextDue(a *store.Automation) time.Time {
 	return time.Time{}
 }
 
-// automation is a's wire form, with its last run's own status when the
-// record still says queued (as automations.LastRunStatus does for the CLI:
-// the scheduler records an outcome only when it next looks).
+// automation is a's wire form, with its last run's own status while the
+// record still says queued (automations.LastStatus).
 func (s *Server) automation(ctx context.Context, a *store.Automation) *automation {
 	w := newAutomation(a)
-	if w.History.LastStatus == string(store.RunQueued) && a.State.LastRunID != "" && s.p.RunStore != nil {
-		if r, err := s.p.RunStore.GetRun(ctx, a.State.LastRunID); err == nil {
-			w.History.LastStatus = string(r.Status)
-		}
+	if s.p.RunStore != nil {
+		w.History.LastStatus = automations.LastStatus(ctx, s.p.RunStore, a)
 	}
 	return w
 }

@@ -158,7 +158,7 @@ page's cursor is printed after it ("more: ...", on stderr with --json).`,
 					sums := make([]automations.Summary, 0, len(list))
 					for _, x := range list {
 						sum := automations.Summarize(x, now)
-						automations.LastRunStatus(ctx, a.Store, x, &sum)
+						sum.LastStatus = automations.LastStatus(ctx, a.Store, x)
 						sums = append(sums, sum)
 					}
 					return sums, next, nil
